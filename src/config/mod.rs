@@ -1,0 +1,145 @@
+//! Configuration: `warden.toml` discovery, parsing and validation. TOML types stop here;
+//! the rest of warden sees only [`Settings`].
+
+mod raw;
+mod resolve;
+mod settings;
+
+pub use settings::*;
+
+use crate::error::{Error, Result};
+use resolve::Ctx;
+use std::path::{Path, PathBuf};
+
+pub const FILE_NAME: &str = "warden.toml";
+
+/// Loads the settings: `explicit` (`-c FILE`) if given, else `warden.toml` at
+/// `discovery_root`, else the built-in defaults.
+pub fn load(explicit: Option<&Path>, discovery_root: Option<&Path>) -> Result<Settings> {
+    let path: PathBuf = match (explicit, discovery_root) {
+        (Some(p), _) => {
+            if !p.is_file() {
+                return Err(Error::ConfigFile {
+                    path: p.to_path_buf(),
+                    message: "config file not found: check the path given to -c/--config".into(),
+                });
+            }
+            p.to_path_buf()
+        }
+        (None, Some(root)) if root.join(FILE_NAME).is_file() => root.join(FILE_NAME),
+        _ => return Ok(Settings::default()),
+    };
+    let bytes = std::fs::read(&path).map_err(|e| Error::io(&path, e))?;
+    let src = String::from_utf8(bytes).map_err(|e| Error::ConfigFile {
+        path: path.clone(),
+        message: format!(
+            "not UTF-8 text (invalid byte at offset {}): save the file as UTF-8",
+            e.utf8_error().valid_up_to()
+        ),
+    })?;
+    parse_str(&src, &path)
+}
+
+/// Parses and validates config text; `path` is used in messages.
+pub fn parse_str(src: &str, path: &Path) -> Result<Settings> {
+    let ctx = Ctx { path, src };
+    let to_err = |e: toml::de::Error| {
+        let offset = e.span().map(|s| s.start).unwrap_or(0);
+        ctx.err_at(offset, e.message().trim().to_string())
+    };
+    let de = toml::Deserializer::parse(src).map_err(to_err)?;
+    let mut ignored = Vec::new();
+    let raw: raw::RawConfig =
+        serde_ignored::deserialize(de, |key| ignored.push(key.to_string())).map_err(to_err)?;
+    let mut settings = resolve::resolve(raw, &ctx)?;
+    let mut warnings: Vec<String> = ignored
+        .iter()
+        .map(|k| resolve::ignored_key_warning(k))
+        .collect();
+    warnings.append(&mut settings.warnings);
+    warnings.dedup();
+    settings.warnings = warnings;
+    Ok(settings)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    fn parse(src: &str) -> Result<Settings> {
+        parse_str(src, Path::new("warden.toml"))
+    }
+
+    #[test]
+    fn design_example_loads() {
+        let s = parse(
+            r#"
+version = 1
+[execution]
+reviewBudget = "15m"
+hunkBudget = "5m"
+requestTimeout = "2m"
+maxAttempts = 2
+[execution.breaker]
+window = "2m"
+minCalls = 5
+failureRate = 0.5
+openFor = "30s"
+halfOpenProbes = 1
+[[routes]]
+name = "primary"
+provider = "openrouter"
+model = "moonshotai/kimi-k2.6"
+apiKeyEnv = "OPENROUTER_API_KEY"
+maxConcurrency = 4
+stream = true
+[[routes]]
+name = "fallback"
+provider = "anthropic"
+model = "claude-sonnet-4-5"
+maxConcurrency = 2
+"#,
+        )
+        .unwrap();
+        assert_eq!(s.routes.len(), 2);
+        assert_eq!(
+            s.routes[1].api_key_env.as_deref(),
+            Some("ANTHROPIC_API_KEY")
+        );
+        assert_eq!(s.execution.hunk_budget, Duration::from_secs(300));
+        assert!(s.warnings.is_empty(), "{:?}", s.warnings);
+    }
+
+    #[test]
+    fn errors_name_line_and_column() {
+        let err = parse("version = 1\n[execution]\nhunkBudget = \"5 parsecs\"\n").unwrap_err();
+        let msg = err.to_string();
+        assert!(
+            msg.starts_with("warden.toml:3:14: execution.hunkBudget: invalid duration"),
+            "{msg}"
+        );
+        let err = parse("version = 1\n[defaults]\nfailOn = 3\n")
+            .unwrap_err()
+            .to_string();
+        assert!(err.starts_with("warden.toml:3:10:"), "{err}");
+        assert!(err.contains("expected a string"), "{err}");
+    }
+
+    #[test]
+    fn unknown_keys_warn_once_by_name() {
+        let s = parse("version = 1\nfoo = 1\n[defaults]\nmaxTurns = 3\n[logs]\nretention = 3\n")
+            .unwrap();
+        assert_eq!(s.warnings.len(), 3, "{:?}", s.warnings);
+        assert!(
+            s.warnings
+                .iter()
+                .any(|w| w.contains("`foo`") && w.contains("unknown"))
+        );
+        assert!(
+            s.warnings
+                .iter()
+                .any(|w| w.contains("`defaults.maxTurns`") && w.contains("Warden setting"))
+        );
+    }
+}

@@ -1,0 +1,361 @@
+//! Diff selection with git2 (never a `git` subprocess): resolves a [`Target`] against a
+//! repository and converts libgit2's deltas into the crate's diff model.
+
+use super::content::ContentSource;
+use super::{ChangeStatus, DiffSet, FileChange, Hunk, Line, LineKind, RepoPath, Target};
+use crate::error::{Error, Result};
+use git2::{Delta, Diff, DiffFindOptions, DiffOptions, Oid, Patch, Repository, StatusOptions};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+/// Opens the repository containing `dir`.
+pub fn open_repo(dir: &Path) -> Result<Repository> {
+    Repository::discover(dir).map_err(|_| {
+        Error::Git(format!(
+            "not a git repository (or any parent up to the root): {}; run warden inside a repository, pass -C DIR, or review a patch with --diff FILE",
+            dir.display()
+        ))
+    })
+}
+
+/// The selected diff plus where its new side can be read from.
+pub struct Selection<'r> {
+    pub diff: DiffSet,
+    pub content: GitContent<'r>,
+}
+
+/// Reads new-side content from the working tree or from blobs, as the target implies.
+pub struct GitContent<'r> {
+    repo: &'r Repository,
+    workdir: Option<PathBuf>,
+    blobs: HashMap<RepoPath, Oid>,
+}
+
+impl ContentSource for GitContent<'_> {
+    fn new_side(&self, file: &FileChange) -> Option<Vec<u8>> {
+        if file.status == ChangeStatus::Deleted || file.submodule {
+            return None;
+        }
+        if let Some(root) = &self.workdir {
+            let path = root.join(file.path.to_path());
+            let meta = std::fs::symlink_metadata(&path).ok()?;
+            if meta.file_type().is_symlink() {
+                let target = std::fs::read_link(&path).ok()?;
+                return Some(target.to_string_lossy().into_owned().into_bytes());
+            }
+            return std::fs::read(&path).ok();
+        }
+        let oid = self.blobs.get(&file.path)?;
+        let blob = self.repo.find_blob(*oid).ok()?;
+        Some(blob.content().to_vec())
+    }
+}
+
+/// Resolves `target` (not [`Target::Patch`]) in `repo` and reads the diff.
+pub fn select<'r>(
+    repo: &'r Repository,
+    target: &Target,
+    default_branch: Option<&str>,
+) -> Result<Selection<'r>> {
+    let mut opts = DiffOptions::new();
+    opts.context_lines(3)
+        .include_typechange(true)
+        .ignore_submodules(false);
+    let (diff, description, workdir) = match target {
+        Target::Patch(_) => unreachable!("patch targets are read by diff::patch_text"),
+        Target::Staged => {
+            let head = head_tree(repo)?;
+            let index = repo
+                .index()
+                .map_err(|e| Error::git("cannot read the index", e))?;
+            let diff = repo
+                .diff_tree_to_index(head.as_ref(), Some(&index), Some(&mut opts))
+                .map_err(|e| Error::git("cannot diff the index against HEAD", e))?;
+            (diff, "staged changes vs HEAD".to_string(), None)
+        }
+        Target::Ref(spec) => {
+            let tree = commit(repo, spec)?
+                .tree()
+                .map_err(|e| Error::git(spec, e))?;
+            let workdir = workdir(repo)?;
+            with_untracked(&mut opts);
+            let diff = repo
+                .diff_tree_to_workdir_with_index(Some(&tree), Some(&mut opts))
+                .map_err(|e| Error::git("cannot diff the working tree", e))?;
+            (diff, format!("working tree vs {spec}"), Some(workdir))
+        }
+        Target::Range {
+            base,
+            head,
+            symmetric,
+        } => {
+            let head_commit = commit(repo, head)?;
+            let mut base_commit = commit(repo, base)?;
+            if *symmetric {
+                let mb = repo
+                    .merge_base(base_commit.id(), head_commit.id())
+                    .map_err(|_| {
+                        Error::Git(format!(
+                            "`{base}` and `{head}` have no common ancestor: use {base}..{head} to compare the trees directly"
+                        ))
+                    })?;
+                base_commit = repo.find_commit(mb).map_err(|e| Error::git(base, e))?;
+            }
+            let diff = tree_diff(repo, &base_commit, &head_commit, &mut opts)?;
+            let dots = if *symmetric { "..." } else { ".." };
+            (diff, format!("{base}{dots}{head}"), None)
+        }
+        Target::Default => {
+            if is_dirty(repo)? {
+                let head = head_tree(repo)?;
+                let workdir = workdir(repo)?;
+                with_untracked(&mut opts);
+                let diff = repo
+                    .diff_tree_to_workdir_with_index(head.as_ref(), Some(&mut opts))
+                    .map_err(|e| Error::git("cannot diff the working tree", e))?;
+                let what = if head.is_some() {
+                    "uncommitted changes vs HEAD"
+                } else {
+                    "uncommitted changes (no commits yet)"
+                };
+                (diff, what.to_string(), Some(workdir))
+            } else {
+                let head = commit(repo, "HEAD")?;
+                let (name, default) = find_default_branch(repo, default_branch)?;
+                let mb = repo.merge_base(default.id(), head.id()).map_err(|_| {
+                    Error::Git(format!(
+                        "HEAD has no common ancestor with the default branch `{name}`: pass --base REF"
+                    ))
+                })?;
+                let base = repo.find_commit(mb).map_err(|e| Error::git(&name, e))?;
+                let diff = tree_diff(repo, &base, &head, &mut opts)?;
+                (diff, format!("{name}...HEAD (clean tree)"), None)
+            }
+        }
+    };
+    let (files, blobs) = convert(diff)?;
+    Ok(Selection {
+        diff: DiffSet { files, description },
+        content: GitContent {
+            repo,
+            workdir,
+            blobs,
+        },
+    })
+}
+
+fn with_untracked(opts: &mut DiffOptions) {
+    opts.include_untracked(true)
+        .recurse_untracked_dirs(true)
+        .show_untracked_content(true);
+}
+
+fn tree_diff<'r>(
+    repo: &'r Repository,
+    old: &git2::Commit,
+    new: &git2::Commit,
+    opts: &mut DiffOptions,
+) -> Result<Diff<'r>> {
+    let old_tree = old.tree().map_err(|e| Error::git("cannot read tree", e))?;
+    let new_tree = new.tree().map_err(|e| Error::git("cannot read tree", e))?;
+    repo.diff_tree_to_tree(Some(&old_tree), Some(&new_tree), Some(opts))
+        .map_err(|e| Error::git("cannot diff the trees", e))
+}
+
+fn workdir(repo: &Repository) -> Result<PathBuf> {
+    repo.workdir().map(Path::to_path_buf).ok_or_else(|| {
+        Error::Git(
+            "this is a bare repository with no working tree: pass a range such as main..topic"
+                .into(),
+        )
+    })
+}
+
+fn head_tree(repo: &Repository) -> Result<Option<git2::Tree<'_>>> {
+    match repo.head() {
+        Ok(head) => Ok(Some(
+            head.peel_to_tree()
+                .map_err(|e| Error::git("cannot read HEAD's tree", e))?,
+        )),
+        Err(e)
+            if e.code() == git2::ErrorCode::UnbornBranch
+                || e.code() == git2::ErrorCode::NotFound =>
+        {
+            Ok(None)
+        }
+        Err(e) => Err(Error::git("cannot read HEAD", e)),
+    }
+}
+
+fn commit<'r>(repo: &'r Repository, spec: &str) -> Result<git2::Commit<'r>> {
+    let obj = repo.revparse_single(spec).map_err(|_| {
+        if spec == "HEAD" {
+            Error::Git(
+                "the repository has no commits yet: commit something, or review uncommitted changes with no target"
+                    .into(),
+            )
+        } else {
+            Error::Git(format!(
+                "unknown ref `{spec}`: not a branch, tag or commit in this repository (check `git branch -a` and `git log`)"
+            ))
+        }
+    })?;
+    obj.peel_to_commit()
+        .map_err(|_| Error::Git(format!("`{spec}` does not point to a commit")))
+}
+
+fn is_dirty(repo: &Repository) -> Result<bool> {
+    if repo.is_bare() {
+        return Ok(false);
+    }
+    let mut opts = StatusOptions::new();
+    opts.include_untracked(true)
+        .include_ignored(false)
+        .exclude_submodules(false);
+    let statuses = repo
+        .statuses(Some(&mut opts))
+        .map_err(|e| Error::git("cannot read the working tree status", e))?;
+    Ok(!statuses.is_empty())
+}
+
+/// `defaults.defaultBranch`, else `origin/HEAD`, else `main`, else `master`.
+fn find_default_branch<'r>(
+    repo: &'r Repository,
+    configured: Option<&str>,
+) -> Result<(String, git2::Commit<'r>)> {
+    if let Some(name) = configured {
+        for spec in [name.to_string(), format!("origin/{name}")] {
+            if let Ok(c) = repo.revparse_single(&spec).and_then(|o| o.peel_to_commit()) {
+                return Ok((spec, c));
+            }
+        }
+        return Err(Error::Git(format!(
+            "the default branch `{name}` (defaults.defaultBranch) is neither a local branch nor origin/{name}: fix the config or pass --base REF"
+        )));
+    }
+    for spec in [
+        "origin/HEAD",
+        "main",
+        "master",
+        "origin/main",
+        "origin/master",
+    ] {
+        if let Ok(c) = repo.revparse_single(spec).and_then(|o| o.peel_to_commit()) {
+            return Ok((spec.to_string(), c));
+        }
+    }
+    Err(Error::Git(
+        "the tree is clean and no default branch was found (tried origin/HEAD, main, master): pass --base REF, a range such as main..HEAD, or set defaults.defaultBranch"
+            .into(),
+    ))
+}
+
+fn mode_of(file: &git2::DiffFile) -> Option<u32> {
+    match u32::from(file.mode()) {
+        0 => None,
+        m => Some(m),
+    }
+}
+
+fn convert(mut diff: Diff) -> Result<(Vec<FileChange>, HashMap<RepoPath, Oid>)> {
+    let mut find = DiffFindOptions::new();
+    find.renames(true).copies(true).for_untracked(true);
+    diff.find_similar(Some(&mut find))
+        .map_err(|e| Error::git("rename detection failed", e))?;
+    let mut files = Vec::with_capacity(diff.deltas().len());
+    let mut blobs = HashMap::new();
+    for idx in 0..diff.deltas().len() {
+        let patch =
+            Patch::from_diff(&diff, idx).map_err(|e| Error::git("cannot read a file's diff", e))?;
+        let delta = diff.get_delta(idx).expect("index within deltas");
+        let status = match delta.status() {
+            Delta::Added | Delta::Untracked => ChangeStatus::Added,
+            Delta::Deleted => ChangeStatus::Deleted,
+            Delta::Renamed => ChangeStatus::Renamed,
+            Delta::Copied => ChangeStatus::Copied,
+            Delta::Typechange => ChangeStatus::TypeChange,
+            _ => ChangeStatus::Modified,
+        };
+        let new_path = delta.new_file().path_bytes().map(RepoPath::from_bytes);
+        let old_path = delta.old_file().path_bytes().map(RepoPath::from_bytes);
+        let path = match status {
+            ChangeStatus::Deleted => old_path.clone().or(new_path.clone()),
+            _ => new_path.clone().or(old_path.clone()),
+        }
+        .expect("git deltas always have a path");
+        let old_mode = mode_of(&delta.old_file());
+        let new_mode = mode_of(&delta.new_file());
+        let submodule = old_mode == Some(0o160000) || new_mode == Some(0o160000);
+        let binary = match &patch {
+            Some(p) => p.delta().flags().is_binary(),
+            None => delta.flags().is_binary(),
+        } && !submodule;
+        let mut hunks = Vec::new();
+        if let Some(p) = &patch
+            && !binary
+        {
+            for h in 0..p.num_hunks() {
+                hunks.push(read_hunk(p, h)?);
+            }
+        }
+        if !delta.new_file().id().is_zero() {
+            blobs.insert(path.clone(), delta.new_file().id());
+        }
+        files.push(FileChange {
+            old_path: match status {
+                ChangeStatus::Renamed | ChangeStatus::Copied => old_path.filter(|p| *p != path),
+                _ => None,
+            },
+            path,
+            status,
+            binary,
+            submodule,
+            old_mode,
+            new_mode,
+            hunks,
+        });
+    }
+    Ok((files, blobs))
+}
+
+fn read_hunk(patch: &Patch, h: usize) -> Result<Hunk> {
+    let (hunk, count) = patch
+        .hunk(h)
+        .map_err(|e| Error::git("cannot read a hunk", e))?;
+    let header = String::from_utf8_lossy(hunk.header());
+    let section = header
+        .splitn(3, "@@")
+        .nth(2)
+        .map(|s| s.trim().to_string())
+        .unwrap_or_default();
+    let mut lines = Vec::with_capacity(count);
+    for l in 0..count {
+        let line = patch
+            .line_in_hunk(h, l)
+            .map_err(|e| Error::git("cannot read a diff line", e))?;
+        let kind = match line.origin() {
+            ' ' => LineKind::Context,
+            '+' => LineKind::Added,
+            '-' => LineKind::Removed,
+            // '=', '>', '<': "no newline at end of file" markers, not lines.
+            _ => continue,
+        };
+        let raw = line.content();
+        let raw = raw.strip_suffix(b"\n").unwrap_or(raw);
+        let raw = raw.strip_suffix(b"\r").unwrap_or(raw);
+        lines.push(Line {
+            kind,
+            old_no: line.old_lineno(),
+            new_no: line.new_lineno(),
+            text: String::from_utf8_lossy(raw).into_owned(),
+        });
+    }
+    Ok(Hunk {
+        old_start: hunk.old_start(),
+        old_lines: hunk.old_lines(),
+        new_start: hunk.new_start(),
+        new_lines: hunk.new_lines(),
+        section,
+        lines,
+    })
+}

@@ -1,0 +1,71 @@
+//! Typed errors of the library. Every variant is a user-facing message: a lowercase
+//! fragment that names the thing that is wrong and what to do about it.
+
+use std::path::PathBuf;
+
+/// Everything that can stop warden before or instead of a review.
+///
+/// All variants map to exit code 2 (usage, config or git error), see [`Error::exit_code`].
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A flag or argument combination that cannot work.
+    #[error("{0}")]
+    Usage(String),
+
+    /// A config file that does not parse or does not validate.
+    #[error("{path}:{line}:{column}: {message}")]
+    Config {
+        path: PathBuf,
+        line: usize,
+        column: usize,
+        message: String,
+    },
+
+    /// A config problem that has no single position (a missing file, a missing key).
+    #[error("{path}: {message}")]
+    ConfigFile { path: PathBuf, message: String },
+
+    /// A git operation failed: not a repository, unknown ref, unreadable object.
+    #[error("{0}")]
+    Git(String),
+
+    /// A `--diff` input that is not a unified diff.
+    #[error("{source_name}:{line}: {message}")]
+    Patch {
+        source_name: String,
+        line: usize,
+        message: String,
+    },
+
+    /// A skill file that cannot be loaded.
+    #[error("{path}: {message}")]
+    Skill { path: PathBuf, message: String },
+
+    /// Reading or writing a file failed.
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl Error {
+    /// The process exit code for this error (DESIGN.md section 5: 2 for usage, config, git).
+    pub fn exit_code(&self) -> i32 {
+        2
+    }
+
+    pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        Error::Io {
+            path: path.into(),
+            source,
+        }
+    }
+
+    pub(crate) fn git(context: &str, err: git2::Error) -> Self {
+        Error::Git(format!("{context}: {}", err.message()))
+    }
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;

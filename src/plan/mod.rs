@@ -1,0 +1,189 @@
+//! The dispatch plan: which files, which chunks, which units (skill × chunk), in which
+//! order, and which files are skipped and why. `warden plan` prints it; `warden review`
+//! runs it. The invariant every test leans on: planned + skipped files account for every
+//! file and every changed line of the diff.
+
+mod render_text;
+
+pub use render_text::render_text;
+
+use crate::chunk::{self, Chunk};
+use crate::config::{ChunkMode, Settings};
+use crate::diff::content::ContentSource;
+use crate::diff::{ChangeStatus, DiffSet, RepoPath};
+use crate::prompt::{self, FileFacts};
+use crate::scan::{self, Skipped};
+use crate::skills::ActiveSkill;
+use serde::Serialize;
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Plan {
+    /// What was compared, for people ("uncommitted changes vs HEAD").
+    pub target: String,
+    pub skills: Vec<String>,
+    /// Kept files, most relevant first.
+    pub files: Vec<PlannedFile>,
+    pub skipped_files: Vec<Skipped>,
+    /// In dispatch order.
+    pub units: Vec<Unit>,
+    pub totals: Totals,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PlannedFile {
+    pub path: RepoPath,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub old_path: Option<RepoPath>,
+    pub status: ChangeStatus,
+    pub score: i32,
+    pub reasons: Vec<String>,
+    pub added: usize,
+    pub removed: usize,
+    pub mode: &'static str,
+    pub skills: Vec<String>,
+    pub chunks: Vec<Chunk>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Unit {
+    /// Position in dispatch order.
+    pub index: usize,
+    pub skill: String,
+    pub path: RepoPath,
+    /// Index into `files` and into that file's `chunks`.
+    pub file: usize,
+    pub chunk: usize,
+    pub start_line: u32,
+    pub end_line: u32,
+    pub priority: i32,
+    /// Optional work is shed first when the review budget runs low (deletion-only chunks).
+    pub optional: bool,
+    pub prompt_chars: usize,
+}
+
+#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct Totals {
+    pub files_in_diff: usize,
+    pub files_planned: usize,
+    pub files_skipped: usize,
+    pub chunks: usize,
+    pub units: usize,
+    pub changed_lines: usize,
+    pub planned_changed_lines: usize,
+    pub skipped_changed_lines: usize,
+    pub prompt_chars: usize,
+}
+
+/// Builds the plan for `diff`.
+pub fn build(
+    diff: &DiffSet,
+    content: &dyn ContentSource,
+    settings: &Settings,
+    skills: &[ActiveSkill],
+) -> Plan {
+    let scanned = scan::scan(&diff.files, content, settings, skills);
+    let mut files = Vec::with_capacity(scanned.kept.len());
+    let mut chunk_skills: Vec<Vec<usize>> = Vec::new();
+    for kept in &scanned.kept {
+        let chunks = chunk::chunk_file(
+            kept.file,
+            kept.content.as_deref(),
+            kept.mode,
+            &settings.chunking,
+        );
+        chunk_skills.push(kept.skills.clone());
+        files.push(PlannedFile {
+            path: kept.file.path.clone(),
+            old_path: kept.file.old_path.clone(),
+            status: kept.file.status,
+            score: kept.score.value,
+            reasons: kept.score.reasons.clone(),
+            added: kept.file.added(),
+            removed: kept.file.removed(),
+            mode: match kept.mode {
+                ChunkMode::WholeFile => "whole-file",
+                _ => "per-hunk",
+            },
+            skills: kept
+                .skills
+                .iter()
+                .map(|i| skills[*i].skill.name.clone())
+                .collect(),
+            chunks,
+        });
+    }
+
+    let cap = settings.chunking.max_context_files;
+    let listed: Vec<String> = files
+        .iter()
+        .take(cap + 1)
+        .map(|f| f.path.to_string())
+        .collect();
+    let mut units = Vec::new();
+    for (fi, file) in files.iter().enumerate() {
+        let others: Vec<String> = listed
+            .iter()
+            .filter(|p| **p != file.path.display())
+            .take(cap)
+            .cloned()
+            .collect();
+        let facts = FileFacts {
+            path: &file.path,
+            old_path: file.old_path.as_ref(),
+            status: file.status,
+            other_files: &others,
+        };
+        for (ci, chunk) in file.chunks.iter().enumerate() {
+            for si in &chunk_skills[fi] {
+                let skill = &skills[*si].skill;
+                units.push(Unit {
+                    index: 0,
+                    skill: skill.name.clone(),
+                    path: file.path.clone(),
+                    file: fi,
+                    chunk: ci,
+                    start_line: chunk.start_line,
+                    end_line: chunk.end_line,
+                    priority: file.score,
+                    optional: chunk.deletion_only(),
+                    prompt_chars: prompt::build(skill, &facts, chunk).chars(),
+                });
+            }
+        }
+    }
+    // Required work first, then by relevance; stable, so file and chunk order hold within.
+    units.sort_by(|a, b| {
+        a.optional
+            .cmp(&b.optional)
+            .then(b.priority.cmp(&a.priority))
+    });
+    for (i, u) in units.iter_mut().enumerate() {
+        u.index = i;
+    }
+
+    let planned_changed_lines = files.iter().map(|f| f.added + f.removed).sum();
+    let skipped_changed_lines = scanned.skipped.iter().map(|s| s.added + s.removed).sum();
+    let totals = Totals {
+        files_in_diff: diff.files.len(),
+        files_planned: files.len(),
+        files_skipped: scanned.skipped.len(),
+        chunks: files.iter().map(|f| f.chunks.len()).sum(),
+        units: units.len(),
+        changed_lines: diff.changed_lines(),
+        planned_changed_lines,
+        skipped_changed_lines,
+        prompt_chars: units.iter().map(|u| u.prompt_chars).sum(),
+    };
+    Plan {
+        target: diff.description.clone(),
+        skills: skills.iter().map(|s| s.skill.name.clone()).collect(),
+        files,
+        skipped_files: scanned.skipped,
+        units,
+        totals,
+    }
+}

@@ -1,0 +1,102 @@
+//! `warden plan` for people: files in priority order with score and reasons, chunks,
+//! skipped files with reasons, totals.
+
+use super::Plan;
+use console::style;
+use std::fmt::Write;
+
+pub fn render_text(plan: &Plan) -> String {
+    let mut out = String::new();
+    let t = &plan.totals;
+    let _ = writeln!(out, "{} {}", style("Plan for").bold(), plan.target);
+    let _ = writeln!(out, "skills: {}", plan.skills.join(", "));
+    let _ = writeln!(out);
+    if plan.files.is_empty() {
+        let _ = writeln!(out, "No files to review.");
+    } else {
+        let _ = writeln!(
+            out,
+            "{}",
+            style("Files to review (most relevant first)").bold()
+        );
+    }
+    for (i, f) in plan.files.iter().enumerate() {
+        let units = plan.units.iter().filter(|u| u.file == i).count();
+        let _ = writeln!(
+            out,
+            "{:>4}. {}  {} {}  score {}  {} chunk{}, {} unit{}",
+            i + 1,
+            style(&f.path).cyan(),
+            style(format!("+{}", f.added)).green(),
+            style(format!("-{}", f.removed)).red(),
+            f.score,
+            f.chunks.len(),
+            plural(f.chunks.len()),
+            units,
+            plural(units),
+        );
+        let _ = writeln!(out, "        why: {}", f.reasons.join(", "));
+        for c in &f.chunks {
+            let mut notes = Vec::new();
+            if c.hunks > 1 {
+                notes.push(format!("{} hunks coalesced", c.hunks));
+            }
+            if c.split {
+                notes.push("split from a large hunk".to_string());
+            }
+            if c.deletion_only() {
+                notes.push("deletions only, optional".to_string());
+            }
+            let notes = if notes.is_empty() {
+                String::new()
+            } else {
+                format!("  ({})", notes.join(", "))
+            };
+            let _ = writeln!(
+                out,
+                "        lines {}-{}  +{} -{}  {} chars{notes}",
+                c.start_line,
+                c.end_line,
+                c.added,
+                c.removed,
+                c.chars()
+            );
+        }
+    }
+    if !plan.skipped_files.is_empty() {
+        let _ = writeln!(out);
+        let _ = writeln!(
+            out,
+            "{}",
+            style("Skipped files (not sent to any model)").bold()
+        );
+        for s in &plan.skipped_files {
+            let _ = writeln!(
+                out,
+                "      {}  {}  {}",
+                style(&s.path).dim(),
+                style(&s.reason).yellow(),
+                s.detail
+            );
+        }
+    }
+    let _ = writeln!(out);
+    let _ = writeln!(
+        out,
+        "{} {} files in the diff: {} planned, {} skipped; {} chunks, {} units; {} of {} changed lines planned; ~{} prompt characters",
+        style("Totals:").bold(),
+        t.files_in_diff,
+        t.files_planned,
+        t.files_skipped,
+        t.chunks,
+        t.units,
+        t.planned_changed_lines,
+        t.changed_lines,
+        t.prompt_chars
+    );
+    out
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 { "" } else { "s" }
+}

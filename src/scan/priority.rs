@@ -1,0 +1,302 @@
+//! Relevance scores for kept files. The caps (`maxFiles`, `maxChangedLines`) are applied
+//! to files sorted by this score, so a cap drops the least relevant files first. Every
+//! point of the score comes with a reason a person can read in `warden plan`.
+
+use crate::diff::{FileChange, LineKind};
+use serde::Serialize;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Score {
+    pub value: i32,
+    pub reasons: Vec<String>,
+}
+
+impl Score {
+    fn add(&mut self, points: i32, why: impl Into<String>) {
+        self.value += points;
+        let sign = if points >= 0 { "+" } else { "" };
+        self.reasons
+            .push(format!("{} ({sign}{points})", why.into()));
+    }
+}
+
+const SOURCE_EXT: &[&str] = &[
+    "rs", "go", "py", "js", "mjs", "cjs", "ts", "tsx", "jsx", "java", "kt", "kts", "c", "h", "cc",
+    "cpp", "cxx", "hpp", "cs", "rb", "php", "swift", "scala", "sh", "bash", "zsh", "sql", "m",
+    "mm", "ex", "exs", "erl", "hs", "ml", "lua", "pl", "pm", "r", "dart", "vue", "svelte", "zig",
+    "nim", "clj", "fs", "groovy", "ps1", "sol",
+];
+const CONFIG_EXT: &[&str] = &[
+    "toml",
+    "yaml",
+    "yml",
+    "json",
+    "ini",
+    "cfg",
+    "conf",
+    "tf",
+    "hcl",
+    "gradle",
+    "xml",
+    "properties",
+    "env",
+    "nix",
+];
+const CONFIG_NAMES: &[&str] = &[
+    "dockerfile",
+    "makefile",
+    "justfile",
+    "containerfile",
+    "procfile",
+];
+const DOC_EXT: &[&str] = &[
+    "md", "rst", "txt", "adoc", "org", "tex", "html", "css", "scss",
+];
+
+/// Security-sensitive areas: (name, path fragments, fragments of added lines).
+const AREAS: &[(&str, &[&str], &[&str])] = &[
+    (
+        "auth",
+        &[
+            "auth",
+            "login",
+            "session",
+            "oauth",
+            "jwt",
+            "passw",
+            "credential",
+            "acl",
+            "rbac",
+        ],
+        &[
+            "password",
+            "authenticat",
+            "authoriz",
+            "jwt",
+            "oauth",
+            "csrf",
+            "is_admin",
+            "bearer",
+        ],
+    ),
+    (
+        "crypto",
+        &["crypt", "cipher", "tls", "ssl", "cert"],
+        &[
+            "encrypt",
+            "decrypt",
+            "cipher",
+            "hmac",
+            "md5",
+            "sha1",
+            "private_key",
+            "nonce",
+        ],
+    ),
+    (
+        "sql",
+        &["sql", "query", "migration"],
+        &[
+            "select ",
+            "insert into",
+            "delete from",
+            "update ",
+            ".query(",
+            ".execute(",
+            "raw(",
+        ],
+    ),
+    (
+        "shell/exec",
+        &["exec", "shell", "spawn", "command"],
+        &[
+            "exec(",
+            "spawn(",
+            "subprocess",
+            "system(",
+            "popen",
+            "shell=true",
+            "child_process",
+            "command::new",
+            "eval(",
+        ],
+    ),
+    (
+        "deserialization",
+        &["serial", "pickle", "marshal"],
+        &[
+            "pickle.load",
+            "yaml.load",
+            "unserialize",
+            "deserializ",
+            "readobject",
+            "marshal.load",
+        ],
+    ),
+    (
+        "permissions",
+        &["perm", "privilege", "sudo"],
+        &[
+            "chmod",
+            "chown",
+            "setuid",
+            "0o777",
+            "0777",
+            "sudo",
+            "privilege",
+        ],
+    ),
+    (
+        "network input",
+        &[
+            "handler",
+            "controller",
+            "upload",
+            "webhook",
+            "/api/",
+            "server",
+            "route",
+        ],
+        &[
+            "request.",
+            "req.body",
+            "req.query",
+            "headers[",
+            "upload",
+            "listen(",
+            "recv(",
+        ],
+    ),
+];
+
+/// Scores one kept file. `skill_paths_hit` says whether a skill's explicit `paths` match it.
+pub fn score(file: &FileChange, skill_paths_hit: bool) -> Score {
+    let mut s = Score {
+        value: 0,
+        reasons: Vec::new(),
+    };
+    let path = file.path.display().to_lowercase();
+    let name = file.path.file_name_lower();
+    let ext = name.rsplit_once('.').map(|(_, e)| e).unwrap_or("");
+    let in_dir = |d: &str| path.starts_with(&format!("{d}/")) || path.contains(&format!("/{d}/"));
+    let is_test = ["test", "tests", "spec", "__tests__"]
+        .iter()
+        .any(|d| in_dir(d))
+        || name.contains("_test.")
+        || name.contains(".test.")
+        || name.contains(".spec.")
+        || name.starts_with("test_");
+    let is_fixture = [
+        "fixtures",
+        "testdata",
+        "examples",
+        "example",
+        "samples",
+        "snapshots",
+    ]
+    .iter()
+    .any(|d| in_dir(d));
+
+    if is_fixture {
+        s.add(2, "fixture or example data");
+    } else if SOURCE_EXT.contains(&ext) && is_test {
+        s.add(25, "test code");
+    } else if SOURCE_EXT.contains(&ext) {
+        s.add(40, "source code");
+    } else if CONFIG_EXT.contains(&ext) || CONFIG_NAMES.contains(&name.as_str()) {
+        s.add(20, "build or config file");
+    } else if DOC_EXT.contains(&ext) || in_dir("docs") {
+        s.add(5, "documentation");
+    } else {
+        s.add(10, "other file");
+    }
+
+    let added: String = file
+        .hunks
+        .iter()
+        .flat_map(|h| &h.lines)
+        .filter(|l| l.kind == LineKind::Added)
+        .take(2000)
+        .map(|l| l.text.to_ascii_lowercase())
+        .collect::<Vec<_>>()
+        .join("\n");
+    let mut area_points = 0;
+    for (area, path_frags, text_frags) in AREAS {
+        if area_points >= 30 {
+            break;
+        }
+        let where_ = if path_frags.iter().any(|f| path.contains(f)) {
+            "path"
+        } else if text_frags.iter().any(|f| added.contains(f)) {
+            "code"
+        } else {
+            continue;
+        };
+        area_points += 15;
+        s.add(15, format!("security-sensitive: {area} ({where_})"));
+    }
+
+    let changed = file.changed();
+    let size_points = (((changed + 1) as f64).ln() * 3.0).round().min(15.0) as i32;
+    if size_points > 0 {
+        s.add(size_points, format!("{changed} changed lines"));
+    }
+    if skill_paths_hit {
+        s.add(10, "matches a skill's paths");
+    }
+    if file.added() == 0 && file.removed() > 0 {
+        s.add(-10, "deletions only");
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::diff::{ChangeStatus, Hunk, Line, RepoPath};
+
+    fn file(path: &str, added: &[&str]) -> FileChange {
+        FileChange {
+            path: RepoPath::from(path),
+            old_path: None,
+            status: ChangeStatus::Modified,
+            binary: false,
+            submodule: false,
+            old_mode: None,
+            new_mode: None,
+            hunks: vec![Hunk {
+                old_start: 1,
+                old_lines: 0,
+                new_start: 1,
+                new_lines: added.len() as u32,
+                section: String::new(),
+                lines: added
+                    .iter()
+                    .enumerate()
+                    .map(|(i, t)| Line {
+                        kind: LineKind::Added,
+                        old_no: None,
+                        new_no: Some(i as u32 + 1),
+                        text: t.to_string(),
+                    })
+                    .collect(),
+            }],
+        }
+    }
+
+    #[test]
+    fn source_outranks_docs_and_security_outranks_plain_source() {
+        let docs = score(&file("README.md", &["hello"]), false);
+        let src = score(&file("src/lib.rs", &["let x = 1;"]), false);
+        let auth = score(&file("src/auth/login.rs", &["check(password)"]), false);
+        assert!(src.value > docs.value);
+        assert!(auth.value > src.value, "{auth:?}");
+        assert!(
+            auth.reasons
+                .iter()
+                .any(|r| r.contains("security-sensitive: auth"))
+        );
+        let fixture = score(&file("tests/fixtures/a.rs", &["x"]), false);
+        assert!(fixture.value < docs.value + 5);
+    }
+}

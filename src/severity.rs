@@ -1,0 +1,115 @@
+//! Severity and confidence levels of findings, and the thresholds built on them
+//! (`failOn`, `reportOn`, `minConfidence`).
+
+use serde::Serialize;
+use std::fmt;
+use std::str::FromStr;
+
+/// A finding's severity, lowest first so that `>=` means "at least as severe".
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    Info,
+    Low,
+    Medium,
+    High,
+    Critical,
+}
+
+/// How sure the model is, lowest first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Confidence {
+    Low,
+    Medium,
+    High,
+}
+
+/// `failOn`: a severity, or `off` (never fail on findings).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FailOn {
+    Off,
+    At(Severity),
+}
+
+pub const SEVERITY_NAMES: &str = "critical, high, medium, low, info";
+pub const CONFIDENCE_NAMES: &str = "high, medium, low";
+
+impl FromStr for Severity {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.to_ascii_lowercase().as_str() {
+            "critical" => Ok(Severity::Critical),
+            "high" => Ok(Severity::High),
+            "medium" => Ok(Severity::Medium),
+            "low" => Ok(Severity::Low),
+            "info" => Ok(Severity::Info),
+            _ => Err(format!(
+                "unknown severity `{s}`: expected one of {SEVERITY_NAMES}"
+            )),
+        }
+    }
+}
+
+impl FromStr for FailOn {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        if s.eq_ignore_ascii_case("off") || s.eq_ignore_ascii_case("none") {
+            return Ok(FailOn::Off);
+        }
+        s.parse::<Severity>()
+            .map(FailOn::At)
+            .map_err(|_| format!("unknown severity `{s}`: expected one of {SEVERITY_NAMES}, off"))
+    }
+}
+
+impl FromStr for Confidence {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.to_ascii_lowercase().as_str() {
+            "high" => Ok(Confidence::High),
+            "medium" => Ok(Confidence::Medium),
+            "low" => Ok(Confidence::Low),
+            _ => Err(format!(
+                "unknown confidence `{s}`: expected one of {CONFIDENCE_NAMES}"
+            )),
+        }
+    }
+}
+
+impl Severity {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Severity::Critical => "critical",
+            Severity::High => "high",
+            Severity::Medium => "medium",
+            Severity::Low => "low",
+            Severity::Info => "info",
+        }
+    }
+}
+
+impl fmt::Display for Severity {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl fmt::Display for FailOn {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            FailOn::Off => f.write_str("off"),
+            FailOn::At(s) => s.fmt(f),
+        }
+    }
+}
+
+impl fmt::Display for Confidence {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Confidence::High => "high",
+            Confidence::Medium => "medium",
+            Confidence::Low => "low",
+        })
+    }
+}

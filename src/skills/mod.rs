@@ -1,0 +1,231 @@
+//! Review skills: `SKILL.md` prompts found in the repository (`.warden/skills`,
+//! `.agents/skills`, `.claude/skills`) and built in (`skills/`, embedded at compile
+//! time). A repository skill overrides a built-in one of the same name.
+
+mod front_matter;
+
+use crate::config::{Settings, SkillConfig};
+use crate::error::{Error, Result};
+use serde::Serialize;
+use std::path::{Path, PathBuf};
+
+/// Repository folders searched for skills, highest precedence first.
+pub const SKILL_DIRS: &[&str] = &[".warden/skills", ".agents/skills", ".claude/skills"];
+
+/// Skills run when the config has no `[[skills]]` and no `--skill` is given.
+pub const DEFAULT_SKILLS: &[&str] = &["code-review", "security-review"];
+
+const BUILT_IN: &[(&str, &str)] = &[
+    (
+        "code-review",
+        include_str!("../../skills/code-review/SKILL.md"),
+    ),
+    (
+        "security-review",
+        include_str!("../../skills/security-review/SKILL.md"),
+    ),
+    (
+        "dos-review",
+        include_str!("../../skills/dos-review/SKILL.md"),
+    ),
+];
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase", tag = "kind", content = "path")]
+pub enum SkillOrigin {
+    BuiltIn,
+    Repo(PathBuf),
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Skill {
+    pub name: String,
+    pub description: String,
+    pub allowed_tools: Vec<String>,
+    /// The Markdown body: the skill's instructions to the model.
+    #[serde(skip)]
+    pub prompt: String,
+    pub origin: SkillOrigin,
+}
+
+/// Every skill found, effective ones first-found-wins.
+#[derive(Debug, Clone, Default)]
+pub struct Catalog {
+    pub skills: Vec<Skill>,
+    /// Skills hidden by a same-named one found earlier: (hidden, origin of the winner).
+    pub shadowed: Vec<(Skill, SkillOrigin)>,
+}
+
+/// A skill chosen for this run, with its `[[skills]]` settings.
+#[derive(Debug, Clone)]
+pub struct ActiveSkill {
+    pub skill: Skill,
+    pub config: SkillConfig,
+}
+
+impl Catalog {
+    pub fn get(&self, name: &str) -> Option<&Skill> {
+        self.skills.iter().find(|s| s.name == name)
+    }
+
+    fn add(&mut self, skill: Skill) {
+        match self.skills.iter().find(|s| s.name == skill.name) {
+            Some(winner) => {
+                let origin = winner.origin.clone();
+                self.shadowed.push((skill, origin));
+            }
+            None => self.skills.push(skill),
+        }
+    }
+}
+
+/// Finds skills under `root` (the repository's top folder; None for patch input outside
+/// a repository) and the built-ins.
+pub fn discover(root: Option<&Path>) -> Result<Catalog> {
+    let mut catalog = Catalog::default();
+    if let Some(root) = root {
+        for dir in SKILL_DIRS {
+            let dir = root.join(dir);
+            let Ok(entries) = std::fs::read_dir(&dir) else {
+                continue;
+            };
+            let mut paths: Vec<PathBuf> =
+                entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
+            paths.sort();
+            for p in paths {
+                let file = if p.is_dir() {
+                    let f = p.join("SKILL.md");
+                    if !f.is_file() {
+                        continue;
+                    }
+                    f
+                } else if p.extension().is_some_and(|e| e == "md") {
+                    p.clone()
+                } else {
+                    continue;
+                };
+                let fallback = if file.file_name().is_some_and(|n| n == "SKILL.md") {
+                    p.file_name()
+                } else {
+                    p.file_stem()
+                }
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+                let text = std::fs::read_to_string(&file).map_err(|e| Error::io(&file, e))?;
+                let shown = file.strip_prefix(root).unwrap_or(&file).to_path_buf();
+                catalog.add(build(
+                    &text,
+                    &fallback,
+                    SkillOrigin::Repo(shown.clone()),
+                    &shown,
+                )?);
+            }
+        }
+    }
+    for (name, text) in BUILT_IN {
+        catalog.add(build(text, name, SkillOrigin::BuiltIn, Path::new(name))?);
+    }
+    Ok(catalog)
+}
+
+fn build(text: &str, fallback_name: &str, origin: SkillOrigin, shown: &Path) -> Result<Skill> {
+    let parsed = front_matter::parse(text).map_err(|message| Error::Skill {
+        path: shown.to_path_buf(),
+        message,
+    })?;
+    Ok(Skill {
+        name: parsed.name.unwrap_or_else(|| fallback_name.to_string()),
+        description: parsed.description,
+        allowed_tools: parsed.allowed_tools,
+        prompt: parsed.body,
+        origin,
+    })
+}
+
+/// The skills this run uses: `--skill` names if given, else `[[skills]]`, else the defaults.
+pub fn select(
+    catalog: &Catalog,
+    settings: &Settings,
+    requested: &[String],
+) -> Result<Vec<ActiveSkill>> {
+    let names: Vec<String> = if !requested.is_empty() {
+        requested.to_vec()
+    } else if !settings.skills.is_empty() {
+        settings.skills.iter().map(|s| s.name.clone()).collect()
+    } else {
+        DEFAULT_SKILLS.iter().map(|s| s.to_string()).collect()
+    };
+    let mut out: Vec<ActiveSkill> = Vec::new();
+    for name in names {
+        if out.iter().any(|a| a.skill.name == name) {
+            continue;
+        }
+        let skill = catalog.get(&name).ok_or_else(|| {
+            let known: Vec<&str> = catalog.skills.iter().map(|s| s.name.as_str()).collect();
+            Error::Usage(format!(
+                "unknown skill `{name}`: known skills are {} (add one as .warden/skills/{name}/SKILL.md)",
+                known.join(", ")
+            ))
+        })?;
+        let config = settings
+            .skills
+            .iter()
+            .find(|c| c.name == name)
+            .cloned()
+            .unwrap_or_else(|| SkillConfig {
+                name: name.clone(),
+                paths: None,
+                ignore: crate::scan::path_rules::PathRules::empty(),
+                fail_on: None,
+                report_on: None,
+                min_confidence: None,
+                max_findings: None,
+                model: None,
+            });
+        out.push(ActiveSkill {
+            skill: skill.clone(),
+            config,
+        });
+    }
+    Ok(out)
+}
+
+impl ActiveSkill {
+    /// Whether this skill reviews `path` (its `paths` and `ignorePaths`).
+    pub fn applies_to(&self, path: &Path) -> bool {
+        use crate::scan::path_rules::Verdict;
+        if let Some(paths) = &self.config.paths
+            && !matches!(paths.verdict(path), Verdict::Matched(_))
+        {
+            return false;
+        }
+        !matches!(self.config.ignore.verdict(path), Verdict::Matched(_))
+    }
+
+    /// Whether the skill has explicit `paths` that match (a relevance signal).
+    pub fn paths_hit(&self, path: &Path) -> bool {
+        use crate::scan::path_rules::Verdict;
+        self.config
+            .paths
+            .as_ref()
+            .is_some_and(|p| matches!(p.verdict(path), Verdict::Matched(_)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn built_in_skills_load() {
+        let c = discover(None).unwrap();
+        let names: Vec<&str> = c.skills.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["code-review", "security-review", "dos-review"]);
+        assert!(
+            c.skills
+                .iter()
+                .all(|s| !s.prompt.is_empty() && !s.description.is_empty())
+        );
+    }
+}
