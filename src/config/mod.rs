@@ -50,7 +50,7 @@ pub fn parse_str(src: &str, path: &Path) -> Result<Settings> {
     let de = toml::Deserializer::parse(src).map_err(to_err)?;
     let mut ignored = Vec::new();
     let raw: raw::RawConfig =
-        serde_ignored::deserialize(de, |key| ignored.push(key.to_string())).map_err(to_err)?;
+        serde_ignored::deserialize(de, |key| ignored.push(key_name(&key.to_string()))).map_err(to_err)?;
     let mut settings = resolve::resolve(raw, &ctx)?;
     let mut warnings: Vec<String> = ignored
         .iter()
@@ -60,6 +60,15 @@ pub fn parse_str(src: &str, path: &Path) -> Result<Settings> {
     warnings.dedup();
     settings.warnings = warnings;
     Ok(settings)
+}
+
+/// serde_ignored's path without its `?` (option) and array-index segments:
+/// `skills.0.triggers.?.0.actions` → `skills.triggers.actions`.
+fn key_name(path: &str) -> String {
+    path.split('.')
+        .filter(|seg| *seg != "?" && !seg.chars().all(|c| c.is_ascii_digit()))
+        .collect::<Vec<_>>()
+        .join(".")
 }
 
 #[cfg(test)]

@@ -110,6 +110,13 @@ pub(crate) struct RawSkill {
 pub(crate) struct RawTrigger {
     #[serde(rename = "type")]
     pub kind: Option<String>,
+    /// Warden's GitHub event filters: parsed so they do not warn twice; unused.
+    #[allow(dead_code)]
+    pub actions: Option<Vec<String>>,
+    #[allow(dead_code)]
+    pub draft: Option<bool>,
+    #[allow(dead_code)]
+    pub labels: Option<Vec<String>>,
 }
 
 #[derive(Debug, Default, Deserialize)]

@@ -259,7 +259,9 @@ fn mode_of(file: &git2::DiffFile) -> Option<u32> {
 
 fn convert(mut diff: Diff) -> Result<(Vec<FileChange>, HashMap<RepoPath, Oid>)> {
     let mut find = DiffFindOptions::new();
-    find.renames(true).copies(true).for_untracked(true);
+    // Renames, as `git diff` finds them by default; copy detection stays off (git's
+    // default too) so a copied file is reviewed whole, not as a diff against its source.
+    find.renames(true).for_untracked(true);
     diff.find_similar(Some(&mut find))
         .map_err(|e| Error::git("rename detection failed", e))?;
     let mut files = Vec::with_capacity(diff.deltas().len());

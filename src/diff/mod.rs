@@ -2,11 +2,11 @@
 //! [`git`] (git2) or from unified diff text by [`patch_text`]; consumed by the scan
 //! policy and the chunker, which never touch git themselves.
 
-pub(crate) mod content;
-pub(crate) mod git;
-pub(crate) mod patch_text;
+pub mod content;
+pub mod git;
+pub mod patch_text;
 mod repo_path;
-pub(crate) mod target;
+pub mod target;
 
 pub use repo_path::RepoPath;
 pub use target::Target;

@@ -1,0 +1,111 @@
+//! Bad input: a clear message naming the thing and the fix, exit 2, never a panic.
+
+use crate::support::*;
+
+fn fails_with(mut cmd: impl std::borrow::BorrowMut<assert_cmd::Command>, needles: &[&str]) {
+    let out = cmd.borrow_mut().output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "stderr: {err}");
+    assert!(!err.contains("panicked"), "{err}");
+    for n in needles {
+        assert!(err.contains(n), "expected {n:?} in: {err}");
+    }
+}
+
+fn repo() -> Repo {
+    let r = Repo::new();
+    r.write("src/a.rs", source_lines(3, "a")).commit_all("base");
+    r.write("src/a.rs", source_lines(4, "a"));
+    r
+}
+
+#[test]
+fn not_a_git_repository() {
+    let dir = tempfile::tempdir().unwrap();
+    fails_with(
+        warden().current_dir(dir.path()).arg("plan"),
+        &["not a git repository", "--diff"],
+    );
+}
+
+#[test]
+fn unknown_ref() {
+    fails_with(repo().warden(&["plan", "nope..HEAD"]), &["unknown ref `nope`"]);
+}
+
+#[test]
+fn conflicting_selection_flags() {
+    fails_with(repo().warden(&["plan", "--staged", "--diff", "x.diff"]), &["--staged and --diff"]);
+}
+
+#[test]
+fn malformed_toml_names_file_line_and_column() {
+    let r = repo();
+    r.config("version = 1\n[defaults\nfailOn = \"high\"\n");
+    fails_with(r.warden(&["plan"]), &["warden.toml:2:"]);
+}
+
+#[test]
+fn a_value_of_the_wrong_type() {
+    let r = repo();
+    r.config("version = 1\n[execution]\nmaxAttempts = \"two\"\n");
+    fails_with(r.warden(&["plan"]), &["warden.toml:3:15", "invalid type"]);
+}
+
+#[test]
+fn invalid_glob() {
+    let r = repo();
+    r.config("version = 1\n[defaults]\nignorePaths = [\"src/[a\"]\n");
+    fails_with(r.warden(&["plan"]), &["warden.toml:3:", "invalid glob `src/[a`"]);
+}
+
+#[test]
+fn invalid_duration() {
+    let r = repo();
+    r.config("version = 1\n[execution]\nreviewBudget = \"fifteen minutes\"\n");
+    fails_with(r.warden(&["plan"]), &["warden.toml:3:16", "execution.reviewBudget", "\"15m\""]);
+}
+
+#[test]
+fn unsupported_version_and_unknown_provider() {
+    let r = repo();
+    r.config("version = 2\n");
+    fails_with(r.warden(&["plan"]), &["version 2 is not supported"]);
+    r.config("version = 1\n[[routes]]\nname = \"x\"\nprovider = \"openia\"\nmodel = \"m\"\n");
+    fails_with(r.warden(&["plan"]), &["warden.toml:4:12", "unknown provider `openia`", "openai"]);
+}
+
+#[test]
+fn missing_config_file() {
+    fails_with(repo().warden(&["plan", "-c", "nope.toml"]), &["nope.toml", "config file not found"]);
+}
+
+#[test]
+fn malformed_diff_input() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("bad.diff"), "--- a/x\n+++ b/x\n@@ -1,3 +1,3 @@\n a\n").unwrap();
+    fails_with(
+        warden().current_dir(dir.path()).args(["plan", "--diff", "bad.diff"]),
+        &["bad.diff:4:", "hunk ends early"],
+    );
+    fails_with(
+        warden().current_dir(dir.path()).args(["plan", "--diff", "-"]).write_stdin("this is not a diff\n"),
+        &["stdin:1:", "no diff found"],
+    );
+    fails_with(
+        warden().current_dir(dir.path()).args(["plan", "--diff", "missing.diff"]),
+        &["--diff missing.diff", "cannot read"],
+    );
+}
+
+#[test]
+fn skill_file_without_front_matter() {
+    let r = repo();
+    r.write(".warden/skills/broken/SKILL.md", "Just a prompt with no front matter.\n");
+    fails_with(r.warden(&["plan"]), &[".warden/skills/broken/SKILL.md", "no front matter"]);
+}
+
+#[test]
+fn unknown_flag_value() {
+    fails_with(repo().warden(&["plan", "--format", "xml"]), &["--format"]);
+}

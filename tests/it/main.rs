@@ -1,0 +1,11 @@
+//! warden's integration tests: one binary, so linking stays cheap.
+
+mod support;
+
+mod chunking;
+mod config;
+mod errors;
+mod invariant;
+mod scan_policy;
+mod selection;
+mod skills;
