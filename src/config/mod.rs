@@ -50,7 +50,8 @@ pub fn parse_str(src: &str, path: &Path) -> Result<Settings> {
     let de = toml::Deserializer::parse(src).map_err(to_err)?;
     let mut ignored = Vec::new();
     let raw: raw::RawConfig =
-        serde_ignored::deserialize(de, |key| ignored.push(key_name(&key.to_string()))).map_err(to_err)?;
+        serde_ignored::deserialize(de, |key| ignored.push(key_name(&key.to_string())))
+            .map_err(to_err)?;
     let mut settings = resolve::resolve(raw, &ctx)?;
     let mut warnings: Vec<String> = ignored
         .iter()

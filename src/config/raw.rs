@@ -130,6 +130,9 @@ pub(crate) struct RawExecution {
     pub review_budget: Option<S<String>>,
     pub hunk_budget: Option<S<String>>,
     pub request_timeout: Option<S<String>>,
+    pub connect_timeout: Option<S<String>>,
+    pub first_token_timeout: Option<S<String>>,
+    pub idle_timeout: Option<S<String>>,
     pub max_attempts: Option<S<u32>>,
     #[serde(default)]
     pub breaker: RawBreaker,
@@ -155,6 +158,7 @@ pub(crate) struct RawRoute {
     pub max_concurrency: Option<S<u32>>,
     pub stream: Option<bool>,
     pub base_url: Option<S<String>>,
+    pub max_tokens: Option<S<u32>>,
     /// sim only: latency/fault profile name.
     pub profile: Option<S<String>>,
     /// sim only: how many times faster than real time the profile plays.

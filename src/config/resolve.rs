@@ -353,6 +353,17 @@ fn resolve_execution(e: &RawExecution, ctx: &Ctx) -> Result<Execution, Error> {
             "execution.requestTimeout",
             d.request_timeout,
         )?,
+        connect_timeout: ctx.duration(
+            &e.connect_timeout,
+            "execution.connectTimeout",
+            d.connect_timeout,
+        )?,
+        first_token_timeout: ctx.duration(
+            &e.first_token_timeout,
+            "execution.firstTokenTimeout",
+            d.first_token_timeout,
+        )?,
+        idle_timeout: ctx.duration(&e.idle_timeout, "execution.idleTimeout", d.idle_timeout)?,
         max_attempts: match &e.max_attempts {
             Some(v) => ctx.positive(v, "execution.maxAttempts")?,
             None => d.max_attempts,
@@ -445,6 +456,10 @@ fn resolve_route(r: &RawRoute, ctx: &Ctx, default_cap: usize) -> Result<Route, E
             None => default_cap,
         },
         stream: r.stream.unwrap_or(true),
+        max_tokens: match &r.max_tokens {
+            Some(t) => ctx.positive(t, &format!("route `{name}` maxTokens"))?,
+            None => 4096,
+        },
         base_url: r
             .base_url
             .as_ref()
@@ -485,6 +500,7 @@ fn route_from_selector(
         max_concurrency: cap,
         stream: true,
         base_url: None,
+        max_tokens: 4096,
         sim: SimOptions::default(),
     })
 }

@@ -82,6 +82,10 @@ pub struct Execution {
     pub review_budget: Duration,
     pub hunk_budget: Duration,
     pub request_timeout: Duration,
+    /// Inside an attempt: TCP/TLS connect, time to first token, idle between tokens.
+    pub connect_timeout: Duration,
+    pub first_token_timeout: Duration,
+    pub idle_timeout: Duration,
     pub max_attempts: u32,
     pub breaker: BreakerSettings,
 }
@@ -114,6 +118,8 @@ pub struct Route {
     pub max_concurrency: usize,
     pub stream: bool,
     pub base_url: Option<String>,
+    /// The answer's token cap sent with each request.
+    pub max_tokens: u32,
     pub sim: SimOptions,
 }
 
@@ -210,6 +216,9 @@ impl Default for Execution {
             review_budget: Duration::from_secs(15 * 60),
             hunk_budget: Duration::from_secs(5 * 60),
             request_timeout: Duration::from_secs(2 * 60),
+            connect_timeout: Duration::from_secs(10),
+            first_token_timeout: Duration::from_secs(90),
+            idle_timeout: Duration::from_secs(30),
             max_attempts: 2,
             breaker: BreakerSettings::default(),
         }

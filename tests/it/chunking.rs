@@ -3,7 +3,9 @@
 use crate::support::*;
 
 fn lines(n: usize) -> Vec<String> {
-    (1..=n).map(|i| format!("    let v{i} = step({i});")).collect()
+    (1..=n)
+        .map(|i| format!("    let v{i} = step({i});"))
+        .collect()
 }
 
 fn join(v: &[String]) -> String {
@@ -20,18 +22,30 @@ fn near_hunks_coalesce_and_far_hunks_stay_apart() {
     v[249] = "    changed_c();".into(); // line 250: far away
     r.write("src/a.rs", join(&v));
     let plan = r.plan(&[]);
-    let chunks = planned(&plan, "src/a.rs").unwrap()["chunks"].as_array().unwrap().clone();
+    let chunks = planned(&plan, "src/a.rs").unwrap()["chunks"]
+        .as_array()
+        .unwrap()
+        .clone();
     assert_eq!(chunks.len(), 2, "{chunks:?}");
     assert_eq!(chunks[0]["hunks"], 2);
     assert!(chunks[0]["startLine"].as_u64().unwrap() <= 50);
     assert!(chunks[0]["endLine"].as_u64().unwrap() >= 70);
     assert_eq!(chunks[1]["hunks"], 1);
-    assert!(chunks[1]["startLine"].as_u64().unwrap() <= 250 && chunks[1]["endLine"].as_u64().unwrap() >= 250);
+    assert!(
+        chunks[1]["startLine"].as_u64().unwrap() <= 250
+            && chunks[1]["endLine"].as_u64().unwrap() >= 250
+    );
 
     // With coalescing off, every hunk is its own chunk.
     r.config("version = 1\n[defaults.chunking.coalesce]\nenabled = false\n");
     let plan = r.plan(&[]);
-    assert_eq!(planned(&plan, "src/a.rs").unwrap()["chunks"].as_array().unwrap().len(), 3);
+    assert_eq!(
+        planned(&plan, "src/a.rs").unwrap()["chunks"]
+            .as_array()
+            .unwrap()
+            .len(),
+        3
+    );
 }
 
 #[test]
@@ -42,7 +56,9 @@ fn a_large_hunk_is_split_and_no_line_is_lost() {
     for f in 0..60 {
         body.push_str(&format!("fn f{f}() {{\n"));
         for i in 0..8 {
-            body.push_str(&format!("    let value_{i} = compute_something({i}, {f});\n"));
+            body.push_str(&format!(
+                "    let value_{i} = compute_something({i}, {f});\n"
+            ));
         }
         body.push_str("}\n\n");
     }

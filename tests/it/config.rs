@@ -68,7 +68,12 @@ fn a_warden_v1_file_loads_and_names_each_ignored_key_once() {
     r.config(WARDEN_V1);
     r.write("src/a.rs", source_lines(3, "a"));
     let out = r.warden(&["plan", "--json"]).output().unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let stderr = String::from_utf8_lossy(&out.stderr);
     for key in [
         "defaults.maxTurns",
@@ -79,9 +84,16 @@ fn a_warden_v1_file_loads_and_names_each_ignored_key_once() {
         "defaults.auxiliary",
         "logs",
     ] {
-        assert_eq!(stderr.matches(&format!("`{key}`")).count(), 1, "{key} in:\n{stderr}");
+        assert_eq!(
+            stderr.matches(&format!("`{key}`")).count(),
+            1,
+            "{key} in:\n{stderr}"
+        );
     }
-    assert!(stderr.contains("team-skill"), "remote skill warned: {stderr}");
+    assert!(
+        stderr.contains("team-skill"),
+        "remote skill warned: {stderr}"
+    );
     assert!(stderr.contains("pull_request"), "trigger warned: {stderr}");
     let plan: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(plan["skills"], serde_json::json!(["security-review"]));
@@ -89,7 +101,11 @@ fn a_warden_v1_file_loads_and_names_each_ignored_key_once() {
 
     // -q keeps stderr clean.
     let out = r.warden(&["plan", "--json", "-q"]).output().unwrap();
-    assert!(out.stderr.is_empty(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 #[test]
@@ -99,7 +115,10 @@ fn an_explicit_config_file_is_used_over_discovery() {
     r.config("version = 1\n[defaults]\nignorePaths = [\"src/**\"]\n");
     r.write("other.toml", "version = 1\n");
     r.write("src/a.rs", source_lines(3, "a"));
-    assert_eq!(skipped_reason(&r.plan(&[]), "src/a.rs").as_deref(), Some("ignored"));
+    assert_eq!(
+        skipped_reason(&r.plan(&[]), "src/a.rs").as_deref(),
+        Some("ignored")
+    );
     assert!(planned(&r.plan(&["-c", "other.toml"]), "src/a.rs").is_some());
 }
 
@@ -113,6 +132,15 @@ fn the_example_config_loads_without_warnings() {
     .unwrap();
     r.config(&example);
     let out = r.warden(&["plan", "--json"]).output().unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
-    assert!(out.stderr.is_empty(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }

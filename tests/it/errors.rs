@@ -30,12 +30,18 @@ fn not_a_git_repository() {
 
 #[test]
 fn unknown_ref() {
-    fails_with(repo().warden(&["plan", "nope..HEAD"]), &["unknown ref `nope`"]);
+    fails_with(
+        repo().warden(&["plan", "nope..HEAD"]),
+        &["unknown ref `nope`"],
+    );
 }
 
 #[test]
 fn conflicting_selection_flags() {
-    fails_with(repo().warden(&["plan", "--staged", "--diff", "x.diff"]), &["--staged and --diff"]);
+    fails_with(
+        repo().warden(&["plan", "--staged", "--diff", "x.diff"]),
+        &["--staged and --diff"],
+    );
 }
 
 #[test]
@@ -56,14 +62,20 @@ fn a_value_of_the_wrong_type() {
 fn invalid_glob() {
     let r = repo();
     r.config("version = 1\n[defaults]\nignorePaths = [\"src/[a\"]\n");
-    fails_with(r.warden(&["plan"]), &["warden.toml:3:", "invalid glob `src/[a`"]);
+    fails_with(
+        r.warden(&["plan"]),
+        &["warden.toml:3:", "invalid glob `src/[a`"],
+    );
 }
 
 #[test]
 fn invalid_duration() {
     let r = repo();
     r.config("version = 1\n[execution]\nreviewBudget = \"fifteen minutes\"\n");
-    fails_with(r.warden(&["plan"]), &["warden.toml:3:16", "execution.reviewBudget", "\"15m\""]);
+    fails_with(
+        r.warden(&["plan"]),
+        &["warden.toml:3:16", "execution.reviewBudget", "\"15m\""],
+    );
 }
 
 #[test]
@@ -72,28 +84,45 @@ fn unsupported_version_and_unknown_provider() {
     r.config("version = 2\n");
     fails_with(r.warden(&["plan"]), &["version 2 is not supported"]);
     r.config("version = 1\n[[routes]]\nname = \"x\"\nprovider = \"openia\"\nmodel = \"m\"\n");
-    fails_with(r.warden(&["plan"]), &["warden.toml:4:12", "unknown provider `openia`", "openai"]);
+    fails_with(
+        r.warden(&["plan"]),
+        &["warden.toml:4:12", "unknown provider `openia`", "openai"],
+    );
 }
 
 #[test]
 fn missing_config_file() {
-    fails_with(repo().warden(&["plan", "-c", "nope.toml"]), &["nope.toml", "config file not found"]);
+    fails_with(
+        repo().warden(&["plan", "-c", "nope.toml"]),
+        &["nope.toml", "config file not found"],
+    );
 }
 
 #[test]
 fn malformed_diff_input() {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("bad.diff"), "--- a/x\n+++ b/x\n@@ -1,3 +1,3 @@\n a\n").unwrap();
+    std::fs::write(
+        dir.path().join("bad.diff"),
+        "--- a/x\n+++ b/x\n@@ -1,3 +1,3 @@\n a\n",
+    )
+    .unwrap();
     fails_with(
-        warden().current_dir(dir.path()).args(["plan", "--diff", "bad.diff"]),
+        warden()
+            .current_dir(dir.path())
+            .args(["plan", "--diff", "bad.diff"]),
         &["bad.diff:4:", "hunk ends early"],
     );
     fails_with(
-        warden().current_dir(dir.path()).args(["plan", "--diff", "-"]).write_stdin("this is not a diff\n"),
+        warden()
+            .current_dir(dir.path())
+            .args(["plan", "--diff", "-"])
+            .write_stdin("this is not a diff\n"),
         &["stdin:1:", "no diff found"],
     );
     fails_with(
-        warden().current_dir(dir.path()).args(["plan", "--diff", "missing.diff"]),
+        warden()
+            .current_dir(dir.path())
+            .args(["plan", "--diff", "missing.diff"]),
         &["--diff missing.diff", "cannot read"],
     );
 }
@@ -101,8 +130,14 @@ fn malformed_diff_input() {
 #[test]
 fn skill_file_without_front_matter() {
     let r = repo();
-    r.write(".warden/skills/broken/SKILL.md", "Just a prompt with no front matter.\n");
-    fails_with(r.warden(&["plan"]), &[".warden/skills/broken/SKILL.md", "no front matter"]);
+    r.write(
+        ".warden/skills/broken/SKILL.md",
+        "Just a prompt with no front matter.\n",
+    );
+    fails_with(
+        r.warden(&["plan"]),
+        &[".warden/skills/broken/SKILL.md", "no front matter"],
+    );
 }
 
 #[test]

@@ -26,7 +26,11 @@ fn line_text(seed: u8, i: usize) -> String {
 }
 
 fn content(seeds: &[u8]) -> String {
-    seeds.iter().enumerate().map(|(i, s)| line_text(*s, i) + "\n").collect()
+    seeds
+        .iter()
+        .enumerate()
+        .map(|(i, s)| line_text(*s, i) + "\n")
+        .collect()
 }
 
 fn file_strategy() -> impl Strategy<Value = (Vec<u8>, Edit)> {

@@ -6,6 +6,7 @@ mod chunking;
 mod config;
 mod errors;
 mod invariant;
+mod provider;
 mod scan_policy;
 mod selection;
 mod skills;

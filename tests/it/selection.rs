@@ -31,9 +31,11 @@ fn dirty_tree_reviews_staged_unstaged_and_untracked_against_head() {
 fn clean_tree_reviews_the_branch_against_its_merge_base_with_main() {
     let r = base_repo();
     r.git(&["checkout", "-q", "-b", "topic"]);
-    r.write("src/topic.rs", "fn topic() {}\n").commit_all("topic work");
+    r.write("src/topic.rs", "fn topic() {}\n")
+        .commit_all("topic work");
     r.git(&["checkout", "-q", "main"]);
-    r.write("src/main_only.rs", "fn later() {}\n").commit_all("main moves on");
+    r.write("src/main_only.rs", "fn later() {}\n")
+        .commit_all("main moves on");
     r.git(&["checkout", "-q", "topic"]);
     let plan = r.plan(&[]);
     assert_eq!(plan["target"], "main...HEAD (clean tree)");
@@ -106,7 +108,13 @@ fn renames_deletes_modes_binaries_and_submodules_are_each_accounted_for() {
         .commit_all("more");
     let sub = Repo::new();
     sub.write("x.txt", "x\n").commit_all("sub one");
-    r.git(&["submodule", "add", "-q", sub.path().to_str().unwrap(), "deps/sub"]);
+    r.git(&[
+        "submodule",
+        "add",
+        "-q",
+        sub.path().to_str().unwrap(),
+        "deps/sub",
+    ]);
     r.commit_all("add submodule");
     let before = r.git(&["rev-parse", "HEAD"]).trim().to_string();
 
@@ -133,11 +141,20 @@ fn renames_deletes_modes_binaries_and_submodules_are_each_accounted_for() {
     assert_eq!(renamed["status"], "renamed");
     assert_eq!(renamed["oldPath"], "src/moved.rs");
     assert_eq!(renamed["added"], 1);
-    assert_eq!(skipped_reason(&plan, "src/pure_moved.rs").as_deref(), Some("no-content-change"));
+    assert_eq!(
+        skipped_reason(&plan, "src/pure_moved.rs").as_deref(),
+        Some("no-content-change")
+    );
     assert_eq!(skipped_reason(&plan, "gone.rs").as_deref(), Some("deleted"));
-    assert_eq!(skipped_reason(&plan, "run.sh").as_deref(), Some("no-content-change"));
+    assert_eq!(
+        skipped_reason(&plan, "run.sh").as_deref(),
+        Some("no-content-change")
+    );
     assert_eq!(skipped_reason(&plan, "blob.dat").as_deref(), Some("binary"));
-    assert_eq!(skipped_reason(&plan, "deps/sub").as_deref(), Some("submodule"));
+    assert_eq!(
+        skipped_reason(&plan, "deps/sub").as_deref(),
+        Some("submodule")
+    );
     assert_accounts(&plan, Some(&r.numstat(&[&range])));
 }
 
@@ -157,9 +174,15 @@ fn non_utf8_names_crlf_and_missing_final_newline() {
     r.write("tail.rs", "fn t() {}\nlast changed");
     let plan = r.plan(&[]);
     let win = planned(&plan, "win.rs").unwrap();
-    assert_eq!((win["added"].as_u64(), win["removed"].as_u64()), (Some(1), Some(0)));
+    assert_eq!(
+        (win["added"].as_u64(), win["removed"].as_u64()),
+        (Some(1), Some(0))
+    );
     let tail = planned(&plan, "tail.rs").unwrap();
-    assert_eq!((tail["added"].as_u64(), tail["removed"].as_u64()), (Some(1), Some(1)));
+    assert_eq!(
+        (tail["added"].as_u64(), tail["removed"].as_u64()),
+        (Some(1), Some(1))
+    );
     #[cfg(unix)]
     assert!(planned(&plan, "caf\u{fffd}.rs").is_some(), "{plan}");
     assert_accounts(&plan, None);
@@ -186,7 +209,11 @@ fn a_patch_file_needs_no_repository() {
         .args(["plan", "--json", "--diff", "change.diff"])
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let plan: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(paths(&plan["files"]), ["src/a.rs"]);
     assert_eq!(plan["units"].as_array().unwrap().len(), 2);

@@ -3,29 +3,57 @@
 use crate::support::*;
 
 fn skill(name: &str, body: &str) -> String {
-    format!("---\nname: {name}\ndescription: {name} from the repo\nallowed-tools: Read Grep\n---\n{body}\n")
+    format!(
+        "---\nname: {name}\ndescription: {name} from the repo\nallowed-tools: Read Grep\n---\n{body}\n"
+    )
 }
 
 #[test]
 fn repo_skills_are_found_in_every_folder_and_override_built_ins() {
     let r = Repo::new();
     r.write("README.md", "x\n").commit_all("base");
-    r.write(".warden/skills/code-review/SKILL.md", skill("code-review", "Our own review rules."))
-        .write(".agents/skills/perf/SKILL.md", skill("perf", "Look for slow code."))
-        .write(".claude/skills/style.md", skill("style", "Check style."))
-        .write(".claude/skills/code-review.md", skill("code-review", "Shadowed by .warden."));
+    r.write(
+        ".warden/skills/code-review/SKILL.md",
+        skill("code-review", "Our own review rules."),
+    )
+    .write(
+        ".agents/skills/perf/SKILL.md",
+        skill("perf", "Look for slow code."),
+    )
+    .write(".claude/skills/style.md", skill("style", "Check style."))
+    .write(
+        ".claude/skills/code-review.md",
+        skill("code-review", "Shadowed by .warden."),
+    );
     let out = r.warden(&["skills", "--json"]).output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let list: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let find = |n: &str| list.as_array().unwrap().iter().find(|s| s["name"] == n).cloned().unwrap();
+    let find = |n: &str| {
+        list.as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["name"] == n)
+            .cloned()
+            .unwrap()
+    };
     let cr = find("code-review");
     assert_eq!(cr["source"], ".warden/skills/code-review/SKILL.md");
     assert_eq!(cr["active"], true);
     let overrides = cr["overrides"].to_string();
-    assert!(overrides.contains(".claude/skills/code-review.md") && overrides.contains("built-in"), "{overrides}");
+    assert!(
+        overrides.contains(".claude/skills/code-review.md") && overrides.contains("built-in"),
+        "{overrides}"
+    );
     assert_eq!(find("perf")["source"], ".agents/skills/perf/SKILL.md");
     assert_eq!(find("style")["source"], ".claude/skills/style.md");
-    assert_eq!(find("style")["allowedTools"], serde_json::json!(["Read", "Grep"]));
+    assert_eq!(
+        find("style")["allowedTools"],
+        serde_json::json!(["Read", "Grep"])
+    );
     assert_eq!(find("security-review")["source"], "built-in");
     assert_eq!(find("dos-review")["active"], false);
 
@@ -38,12 +66,18 @@ fn repo_skills_are_found_in_every_folder_and_override_built_ins() {
 fn skill_flag_selects_and_unknown_skill_is_a_clear_error() {
     let r = Repo::new();
     r.write("README.md", "x\n").commit_all("base");
-    r.write(".warden/skills/perf.md", skill("perf", "Look for slow code."));
+    r.write(
+        ".warden/skills/perf.md",
+        skill("perf", "Look for slow code."),
+    );
     r.write("src/a.rs", source_lines(3, "a"));
     let plan = r.plan(&["--skill", "perf", "--skill", "dos-review"]);
     assert_eq!(plan["skills"], serde_json::json!(["perf", "dos-review"]));
     let out = r.warden(&["plan", "--skill", "nope"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("unknown skill `nope`") && err.contains("perf"), "{err}");
+    assert!(
+        err.contains("unknown skill `nope`") && err.contains("perf"),
+        "{err}"
+    );
 }

@@ -3,10 +3,15 @@
 
 #![allow(dead_code)]
 
+pub mod fake_provider;
+
 use assert_cmd::Command;
 use serde_json::Value;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
+
+/// A path and its (added, removed) lines; None for binary files.
+pub type NumstatRow = (String, Option<(usize, usize)>);
 
 /// A git repository in a temp dir, driven with the git CLI as a user would.
 pub struct Repo {
@@ -91,7 +96,7 @@ impl Repo {
 
     /// Added and removed lines per path according to `git diff --numstat ARGS` (binary
     /// files as None): the independent oracle for the accounting invariant.
-    pub fn numstat(&self, args: &[&str]) -> Vec<(String, Option<(usize, usize)>)> {
+    pub fn numstat(&self, args: &[&str]) -> Vec<NumstatRow> {
         let mut full = vec!["diff", "--numstat", "-z", "--find-renames"];
         full.extend_from_slice(args);
         let out = self.git(&full);
@@ -155,7 +160,7 @@ fn n(v: &Value) -> usize {
 
 /// The invariant: planned + skipped files account for every file and every changed line,
 /// checked inside the plan and against git's own numbers when `oracle` is given.
-pub fn assert_accounts(plan: &Value, oracle: Option<&[(String, Option<(usize, usize)>)]>) {
+pub fn assert_accounts(plan: &Value, oracle: Option<&[NumstatRow]>) {
     let files = plan["files"].as_array().unwrap();
     let skipped = plan["skippedFiles"].as_array().unwrap();
     let totals = &plan["totals"];

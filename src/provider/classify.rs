@@ -1,0 +1,150 @@
+//! Error classification (PROVIDERS.md, "Classification used by warden"): every HTTP
+//! status and error body becomes one attempt outcome.
+
+use super::attempt::Outcome;
+use reqwest::header::HeaderMap;
+use std::time::{Duration, SystemTime};
+
+/// A failed attempt, before it is stamped into a record.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Failure {
+    pub outcome: Outcome,
+    pub stage: Option<super::attempt::Stage>,
+    pub reason: String,
+    pub retry_after: Option<Duration>,
+}
+
+impl Failure {
+    pub fn new(outcome: Outcome, reason: impl Into<String>) -> Self {
+        Failure {
+            outcome,
+            stage: None,
+            reason: reason.into(),
+            retry_after: None,
+        }
+    }
+}
+
+/// Classifies a non-2xx response from its status, headers and (capped) body.
+pub fn classify_status(status: u16, headers: &HeaderMap, body: &[u8]) -> Failure {
+    let text = String::from_utf8_lossy(body).to_lowercase();
+    let detail = error_message(body);
+    let has = |needle: &str| text.contains(needle);
+    let quota_words = has("insufficient_quota")
+        || has("quota")
+        || has("spend limit")
+        || has("spending limit")
+        || has("billing")
+        || has("credit");
+    let (outcome, what) = match status {
+        429 if quota_words => (Outcome::Quota, "quota exhausted"),
+        429 => (Outcome::RateLimited, "rate limited"),
+        402 => (Outcome::Quota, "payment required"),
+        _ if has("insufficient_quota") => (Outcome::Quota, "quota exhausted"),
+        401 | 403 => (Outcome::Auth, "not authorized"),
+        404 => (Outcome::InvalidModel, "model or endpoint not found"),
+        _ if has("model_not_found") => (Outcome::InvalidModel, "model not found"),
+        408 | 500 | 502 | 503 | 504 | 529 => (Outcome::Unavailable, "provider unavailable"),
+        400 | 413 | 422 => (Outcome::BadRequest, "request rejected"),
+        s if s >= 500 => (Outcome::Unavailable, "provider error"),
+        _ => (Outcome::BadRequest, "request rejected"),
+    };
+    let mut f = Failure::new(
+        outcome,
+        match detail {
+            Some(d) => format!("{status} {what}: {d}"),
+            None => format!("{status} {what}"),
+        },
+    );
+    if outcome == Outcome::RateLimited {
+        f.retry_after = retry_after(headers);
+    }
+    f
+}
+
+/// `retry-after-ms` (milliseconds) or `retry-after` (seconds or an HTTP date).
+pub fn retry_after(headers: &HeaderMap) -> Option<Duration> {
+    let get = |k: &str| headers.get(k).and_then(|v| v.to_str().ok()).map(str::trim);
+    if let Some(ms) = get("retry-after-ms").and_then(|v| v.parse::<f64>().ok())
+        && ms.is_finite()
+        && ms >= 0.0
+    {
+        return Some(Duration::from_secs_f64(ms / 1000.0));
+    }
+    let v = get("retry-after")?;
+    if let Ok(secs) = v.parse::<f64>() {
+        return (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs));
+    }
+    let at = httpdate::parse_http_date(v).ok()?;
+    Some(
+        at.duration_since(SystemTime::now())
+            .unwrap_or(Duration::ZERO),
+    )
+}
+
+/// The provider's own error message, from `{"error": {"message"}}` (both protocols),
+/// shortened; model-controlled text is data, so it is only shown, never acted on.
+pub fn error_message(body: &[u8]) -> Option<String> {
+    let v: serde_json::Value = serde_json::from_slice(body).ok()?;
+    let e = v.get("error")?;
+    let msg = e
+        .get("message")
+        .and_then(|m| m.as_str())
+        .or_else(|| e.as_str())?;
+    let short: String = msg.chars().take(160).collect();
+    Some(short.replace(['\n', '\r'], " "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn c(status: u16, body: &str) -> Outcome {
+        classify_status(status, &HeaderMap::new(), body.as_bytes()).outcome
+    }
+
+    #[test]
+    fn statuses_and_bodies() {
+        assert_eq!(
+            c(429, r#"{"error":{"code":"rate_limit_exceeded"}}"#),
+            Outcome::RateLimited
+        );
+        assert_eq!(
+            c(429, r#"{"error":{"code":"insufficient_quota"}}"#),
+            Outcome::Quota
+        );
+        assert_eq!(c(402, ""), Outcome::Quota);
+        assert_eq!(c(401, ""), Outcome::Auth);
+        assert_eq!(c(403, ""), Outcome::Auth);
+        assert_eq!(c(404, ""), Outcome::InvalidModel);
+        assert_eq!(
+            c(400, r#"{"error":{"code":"model_not_found"}}"#),
+            Outcome::InvalidModel
+        );
+        assert_eq!(
+            c(400, r#"{"error":{"code":"context_length_exceeded"}}"#),
+            Outcome::BadRequest
+        );
+        assert_eq!(c(413, ""), Outcome::BadRequest);
+        for s in [408, 500, 502, 503, 504, 529] {
+            assert_eq!(c(s, ""), Outcome::Unavailable, "{s}");
+        }
+    }
+
+    #[test]
+    fn retry_after_in_ms_seconds_or_date() {
+        let mut h = HeaderMap::new();
+        h.insert("retry-after", "7".parse().unwrap());
+        assert_eq!(retry_after(&h), Some(Duration::from_secs(7)));
+        h.insert("retry-after-ms", "250".parse().unwrap());
+        assert_eq!(retry_after(&h), Some(Duration::from_millis(250)));
+        let mut h = HeaderMap::new();
+        let later = httpdate::fmt_http_date(SystemTime::now() + Duration::from_secs(30));
+        h.insert("retry-after", later.parse().unwrap());
+        let d = retry_after(&h).unwrap();
+        assert!(
+            d > Duration::from_secs(25) && d <= Duration::from_secs(30),
+            "{d:?}"
+        );
+    }
+}

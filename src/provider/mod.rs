@@ -1,0 +1,253 @@
+//! Provider clients. One call of [`Provider::attempt`] is one attempt is exactly one HTTP
+//! request: no retries anywhere below the engine. Every attempt is measured and
+//! classified into the outcome labels of DESIGN.md section 8.
+
+mod anthropic;
+pub mod attempt;
+pub mod classify;
+mod http;
+mod openai;
+pub mod secret;
+pub mod sim;
+pub mod sse;
+
+pub use attempt::{AttemptRecord, Outcome, Stage, Usage};
+
+use crate::config::{ProviderKind, Route, Settings};
+use crate::error::Result;
+use crate::findings::{self, Extracted};
+use crate::prompt::Prompt;
+use classify::Failure;
+use secret::ApiKey;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The clocks of one attempt (DESIGN.md section 4, rule 1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    pub connect: Duration,
+    pub first_token: Duration,
+    pub idle: Duration,
+    /// min(request deadline, hunk remaining, review remaining), from the engine.
+    pub total: Duration,
+}
+
+/// What the engine asks of one attempt.
+#[derive(Debug, Clone)]
+pub struct AttemptRequest {
+    pub prompt: Prompt,
+    /// The chunk's new-file lines: findings outside are dropped and counted.
+    pub lines: (u32, u32),
+    pub limits: Limits,
+}
+
+/// What one attempt produced.
+#[derive(Debug, Clone)]
+pub struct Attempt {
+    pub record: AttemptRecord,
+    /// The findings, when the outcome is `ok`.
+    pub extracted: Option<Extracted>,
+}
+
+pub type AttemptFuture<'a> = Pin<Box<dyn Future<Output = Attempt> + Send + 'a>>;
+
+/// A route's client. Dropping the returned future cancels the attempt and closes its
+/// connection at once.
+pub trait Provider: Send + Sync {
+    fn route(&self) -> &str;
+    fn attempt<'a>(&'a self, req: &'a AttemptRequest) -> AttemptFuture<'a>;
+}
+
+/// Builds a client for every route; reads each route's key (a missing one is an error
+/// that names the variable, unless the endpoint is on this machine).
+pub fn build_all(settings: &Settings) -> Result<Vec<Arc<dyn Provider>>> {
+    settings
+        .routes
+        .iter()
+        .map(|r| build(r, settings.execution.connect_timeout))
+        .collect()
+}
+
+pub fn build(route: &Route, connect_timeout: Duration) -> Result<Arc<dyn Provider>> {
+    if route.provider == ProviderKind::Sim {
+        return Ok(Arc::new(sim::SimProvider::new(route)));
+    }
+    let key = secret::load(route)?;
+    Ok(Arc::new(HttpProvider::new(route, key, connect_timeout)))
+}
+
+/// OpenAI-compatible and Anthropic routes over HTTP.
+pub struct HttpProvider {
+    route: Route,
+    url: String,
+    key: Option<ApiKey>,
+    client: reqwest::Client,
+}
+
+impl std::fmt::Debug for HttpProvider {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpProvider")
+            .field("route", &self.route.name)
+            .field("url", &self.url)
+            .field("key", &self.key)
+            .finish()
+    }
+}
+
+impl HttpProvider {
+    pub fn new(route: &Route, key: Option<ApiKey>, connect_timeout: Duration) -> Self {
+        let base = route
+            .base_url
+            .clone()
+            .unwrap_or_else(|| secret::default_base_url(route.provider).to_string());
+        let path = if route.provider == ProviderKind::Anthropic {
+            "messages"
+        } else {
+            "chat/completions"
+        };
+        let mut builder = reqwest::Client::builder()
+            .connect_timeout(connect_timeout)
+            .user_agent(concat!("warden/", env!("CARGO_PKG_VERSION")));
+        if secret::is_loopback(&base) {
+            builder = builder.no_proxy();
+        }
+        HttpProvider {
+            url: format!("{}/{path}", base.trim_end_matches('/')),
+            route: route.clone(),
+            key,
+            client: builder
+                .build()
+                .expect("the HTTP client builds with static settings"),
+        }
+    }
+
+    fn request(&self, prompt: &Prompt) -> reqwest::Request {
+        let r = &self.route;
+        let anthropic = r.provider == ProviderKind::Anthropic;
+        let body = if anthropic {
+            anthropic::body(&r.model, prompt, r.stream, r.max_tokens)
+        } else {
+            openai::body(&r.model, prompt, r.stream, r.max_tokens)
+        };
+        let mut req = self.client.post(&self.url).json(&body);
+        if r.stream {
+            req = req.header("accept", "text/event-stream");
+        }
+        if anthropic {
+            req = req.header("anthropic-version", anthropic::VERSION);
+        }
+        if let Some(k) = &self.key {
+            let (name, value) = if anthropic {
+                ("x-api-key", k.expose().to_string())
+            } else {
+                ("authorization", format!("Bearer {}", k.expose()))
+            };
+            let mut v = reqwest::header::HeaderValue::from_str(&value)
+                .unwrap_or_else(|_| reqwest::header::HeaderValue::from_static("invalid-key"));
+            v.set_sensitive(true);
+            req = req.header(name, v);
+        }
+        req.build().expect("request parts are valid")
+    }
+
+    async fn run(&self, req: &AttemptRequest) -> Attempt {
+        let mut decoder: Box<dyn http::Decoder> = if self.route.provider == ProviderKind::Anthropic
+        {
+            Box::<anthropic::AnthropicDecoder>::default()
+        } else {
+            Box::<openai::OpenAiDecoder>::default()
+        };
+        let ex = http::exchange(
+            &self.client,
+            self.request(&req.prompt),
+            &req.limits,
+            self.route.stream,
+            decoder.as_mut(),
+        )
+        .await;
+        let mut record = AttemptRecord {
+            route: self.route.name.clone(),
+            provider: self.route.provider.as_str(),
+            model: self.route.model.clone(),
+            model_answered: None,
+            headers: ex.headers,
+            ttft: ex.ttft,
+            duration: ex.duration,
+            deadline: req.limits.total,
+            bytes: ex.bytes,
+            usage: None,
+            http_status: ex.status,
+            request_id: ex.request_id,
+            outcome: Outcome::Ok,
+            stage: None,
+            reason: String::new(),
+            retry_after: None,
+        };
+        let result = ex.result.and_then(|answer| {
+            record.model_answered = answer.model.clone();
+            record.usage = answer.usage;
+            if answer.request_id.is_some() {
+                record.request_id = answer.request_id.clone();
+            }
+            let cut = matches!(
+                answer.finish_reason.as_deref(),
+                Some("length" | "max_tokens")
+            );
+            findings::extract(&answer.text, req.lines.0, req.lines.1).map_err(|why| {
+                let why = if cut {
+                    format!("answer cut off at max_tokens; {why}")
+                } else {
+                    why
+                };
+                Failure::new(Outcome::BadResponse, why)
+            })
+        });
+        finish(record, result, self.key.as_ref())
+    }
+}
+
+/// Stamps the result into the record; the key never reaches a reason.
+pub(crate) fn finish(
+    mut record: AttemptRecord,
+    result: std::result::Result<Extracted, Failure>,
+    key: Option<&ApiKey>,
+) -> Attempt {
+    match result {
+        Ok(extracted) => {
+            let dropped = extracted.dropped_out_of_range + extracted.dropped_invalid;
+            record.reason = match (extracted.findings.len(), dropped) {
+                (n, 0) => format!("{n} finding{}", if n == 1 { "" } else { "s" }),
+                (n, d) => format!("{n} findings, {d} dropped (out of range or invalid)"),
+            };
+            Attempt {
+                record,
+                extracted: Some(extracted),
+            }
+        }
+        Err(f) => {
+            record.outcome = f.outcome;
+            record.stage = f.stage;
+            record.reason = match key {
+                Some(k) => k.redact(&f.reason),
+                None => f.reason,
+            };
+            record.retry_after = f.retry_after;
+            Attempt {
+                record,
+                extracted: None,
+            }
+        }
+    }
+}
+
+impl Provider for HttpProvider {
+    fn route(&self) -> &str {
+        &self.route.name
+    }
+
+    fn attempt<'a>(&'a self, req: &'a AttemptRequest) -> AttemptFuture<'a> {
+        Box::pin(self.run(req))
+    }
+}

@@ -1,0 +1,451 @@
+//! The built-in `sim` provider: an in-process route with the latency and fault profiles of
+//! DESIGN.md section 11, played `timeScale` times faster than real time, with findings
+//! from a few built-in heuristics so a run shows real output. It sees exactly what a real
+//! model sees (the prompt) and answers through the same findings extraction.
+//!
+//! Draws depend on the route's seed and the prompt (not on call order), so a run with the
+//! same seed and diff is repeatable under any concurrency.
+
+use super::attempt::{AttemptRecord, Outcome, Stage, Usage};
+use super::classify::Failure;
+use super::{Attempt, AttemptFuture, AttemptRequest, Provider};
+use crate::config::Route;
+use crate::findings;
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+use rand_distr::{Distribution, LogNormal};
+use std::collections::HashMap;
+use std::hash::{Hash, Hasher};
+use std::sync::Mutex;
+use std::time::Duration;
+
+/// A profile: success latency (log-normal, minutes) and its faults.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Profile {
+    pub median_min: f64,
+    pub p95_min: f64,
+    pub clip_min: f64,
+    /// Share of calls that are slow provider errors, and their duration range (minutes).
+    pub error_rate: f64,
+    pub error_min: (f64, f64),
+    /// Share of calls answered 503 at once.
+    pub fast_503_rate: f64,
+    /// Share of calls answered 429, with Retry-After range (seconds).
+    pub rate_limit_rate: f64,
+    pub retry_after_s: (f64, f64),
+    /// Every call hangs until cancelled.
+    pub hang: bool,
+}
+
+impl Profile {
+    pub fn named(name: &str) -> Option<Profile> {
+        let healthy = Profile {
+            median_min: 0.6,
+            p95_min: 2.0,
+            clip_min: 45.0,
+            error_rate: 0.005,
+            error_min: (0.0, 3.0),
+            fast_503_rate: 0.0,
+            rate_limit_rate: 0.0,
+            retry_after_s: (5.0, 60.0),
+            hang: false,
+        };
+        Some(match name {
+            "healthy" => healthy,
+            "slow-tail" => Profile {
+                median_min: 1.5,
+                p95_min: 6.2,
+                clip_min: 45.0,
+                error_rate: 0.03,
+                error_min: (0.5, 58.0),
+                ..healthy
+            },
+            "outage" => Profile {
+                hang: true,
+                ..healthy
+            },
+            "flaky" => Profile {
+                fast_503_rate: 0.2,
+                ..healthy
+            },
+            "rate-limited" => Profile {
+                rate_limit_rate: 0.3,
+                ..healthy
+            },
+            _ => return None,
+        })
+    }
+
+    fn sigma(&self) -> f64 {
+        (self.p95_min / self.median_min).ln() / 1.645
+    }
+}
+
+/// What one simulated call does, in simulated minutes.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Draw {
+    Answer { minutes: f64 },
+    SlowError { minutes: f64 },
+    Fast503,
+    RateLimited { retry_after_s: f64 },
+    Hang,
+}
+
+impl Draw {
+    /// One draw from `profile`.
+    pub fn sample(profile: &Profile, rng: &mut SmallRng) -> Draw {
+        if profile.hang {
+            return Draw::Hang;
+        }
+        let u: f64 = rng.random();
+        if u < profile.error_rate {
+            let (lo, hi) = profile.error_min;
+            return Draw::SlowError {
+                minutes: rng.random_range(lo..=hi),
+            };
+        }
+        if u < profile.error_rate + profile.fast_503_rate {
+            return Draw::Fast503;
+        }
+        if u < profile.error_rate + profile.fast_503_rate + profile.rate_limit_rate {
+            let (lo, hi) = profile.retry_after_s;
+            return Draw::RateLimited {
+                retry_after_s: rng.random_range(lo..=hi),
+            };
+        }
+        let ln =
+            LogNormal::new(profile.median_min.ln(), profile.sigma()).expect("valid log-normal");
+        Draw::Answer {
+            minutes: ln.sample(rng).min(profile.clip_min),
+        }
+    }
+}
+
+pub struct SimProvider {
+    route: Route,
+    profile: Profile,
+    /// Attempts seen per prompt, so a retry of the same unit draws anew.
+    seen: Mutex<HashMap<u64, u64>>,
+}
+
+impl SimProvider {
+    pub fn new(route: &Route) -> Self {
+        SimProvider {
+            profile: Profile::named(&route.sim.profile)
+                .unwrap_or_else(|| Profile::named("healthy").expect("built in")),
+            route: route.clone(),
+            seen: Mutex::new(HashMap::new()),
+        }
+    }
+
+    fn draw(&self, req: &AttemptRequest) -> Draw {
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        req.prompt.user.hash(&mut h);
+        req.prompt.system.hash(&mut h);
+        let key = h.finish();
+        let n = {
+            let mut seen = self.seen.lock().expect("sim lock");
+            let n = seen.entry(key).or_insert(0);
+            *n += 1;
+            *n
+        };
+        let seed = key
+            ^ self.route.sim.seed.wrapping_mul(0x9E37_79B9_7F4A_7C15)
+            ^ n.wrapping_mul(0xD1B5_4A32_D192_ED03);
+        Draw::sample(&self.profile, &mut SmallRng::seed_from_u64(seed))
+    }
+
+    fn real(&self, minutes: f64) -> Duration {
+        Duration::from_secs_f64((minutes * 60.0 / self.route.sim.time_scale).max(0.0))
+    }
+
+    async fn run(&self, req: &AttemptRequest) -> Attempt {
+        let limits = req.limits;
+        let first = limits.first_token.min(limits.total);
+        let mut record = AttemptRecord {
+            route: self.route.name.clone(),
+            provider: "sim",
+            model: self.route.model.clone(),
+            model_answered: None,
+            headers: None,
+            ttft: None,
+            duration: Duration::ZERO,
+            deadline: limits.total,
+            bytes: 0,
+            usage: None,
+            http_status: None,
+            request_id: None,
+            outcome: Outcome::Ok,
+            stage: None,
+            reason: String::new(),
+            retry_after: None,
+        };
+        let quick = self.real(0.02).min(Duration::from_millis(200));
+        let timeout = |stage: Stage, reason: String| Failure {
+            outcome: Outcome::Timeout,
+            stage: Some(stage),
+            reason,
+            retry_after: None,
+        };
+        let no_token = |at: Duration| {
+            if at >= limits.total {
+                timeout(
+                    Stage::Total,
+                    format!("no complete answer within the {:?} deadline", limits.total),
+                )
+            } else {
+                timeout(
+                    Stage::FirstToken,
+                    format!("no token within {:?}", limits.first_token),
+                )
+            }
+        };
+        let result = match self.draw(req) {
+            Draw::Hang => {
+                tokio::time::sleep(first).await;
+                record.duration = first;
+                Err(no_token(first))
+            }
+            Draw::Fast503 => {
+                tokio::time::sleep(quick).await;
+                record.duration = quick;
+                record.http_status = Some(503);
+                Err(Failure::new(
+                    Outcome::Unavailable,
+                    "503 provider unavailable (sim: flaky)",
+                ))
+            }
+            Draw::RateLimited { retry_after_s } => {
+                tokio::time::sleep(quick).await;
+                record.duration = quick;
+                record.http_status = Some(429);
+                let mut f = Failure::new(Outcome::RateLimited, "429 rate limited (sim)");
+                f.retry_after = Some(Duration::from_secs_f64(
+                    retry_after_s / self.route.sim.time_scale,
+                ));
+                Err(f)
+            }
+            Draw::SlowError { minutes } => {
+                let at = self.real(minutes);
+                if at > first {
+                    tokio::time::sleep(first).await;
+                    record.duration = first;
+                    Err(no_token(first))
+                } else {
+                    tokio::time::sleep(at).await;
+                    record.duration = at;
+                    record.http_status = Some(502);
+                    Err(Failure::new(
+                        Outcome::Unavailable,
+                        format!("502 provider error after {at:?} (sim)"),
+                    ))
+                }
+            }
+            Draw::Answer { minutes } => {
+                let total = self.real(minutes);
+                let ttft = total / 4;
+                if ttft > first {
+                    tokio::time::sleep(first).await;
+                    record.duration = first;
+                    Err(no_token(first))
+                } else if total > limits.total {
+                    tokio::time::sleep(limits.total).await;
+                    record.duration = limits.total;
+                    record.ttft = Some(ttft);
+                    Err(timeout(
+                        Stage::Total,
+                        format!("no complete answer within the {:?} deadline", limits.total),
+                    ))
+                } else {
+                    tokio::time::sleep(total).await;
+                    record.duration = total;
+                    record.ttft = Some(ttft);
+                    record.headers = Some(Duration::ZERO);
+                    record.http_status = Some(200);
+                    record.model_answered = Some(self.route.model.clone());
+                    let answer = heuristics::review(&req.prompt);
+                    record.bytes = answer.len() as u64;
+                    record.usage = Some(Usage {
+                        input_tokens: Some((req.prompt.chars() / 4) as u64),
+                        output_tokens: Some((answer.len() / 4) as u64),
+                        cost: None,
+                    });
+                    findings::extract(&answer, req.lines.0, req.lines.1)
+                        .map_err(|why| Failure::new(Outcome::BadResponse, why))
+                }
+            }
+        };
+        if record.headers.is_none() && record.http_status.is_some() {
+            record.headers = Some(record.duration);
+        }
+        super::finish(record, result, None)
+    }
+}
+
+impl Provider for SimProvider {
+    fn route(&self) -> &str {
+        &self.route.name
+    }
+
+    fn attempt<'a>(&'a self, req: &'a AttemptRequest) -> AttemptFuture<'a> {
+        Box::pin(self.run(req))
+    }
+}
+
+/// The sim's "model": a few line heuristics over the added lines of the prompt's chunk.
+mod heuristics {
+    use crate::prompt::Prompt;
+    use serde_json::json;
+
+    struct Rule {
+        security: bool,
+        severity: &'static str,
+        title: &'static str,
+        description: &'static str,
+        matches: fn(&str) -> bool,
+    }
+
+    const RULES: &[Rule] = &[
+        Rule {
+            security: true,
+            severity: "high",
+            title: "SQL query built by string concatenation",
+            description: "User input concatenated into SQL allows injection; use bound parameters.",
+            matches: |l| {
+                let u = l.to_ascii_uppercase();
+                (u.contains("SELECT ")
+                    || u.contains("INSERT ")
+                    || u.contains("UPDATE ")
+                    || u.contains("DELETE "))
+                    && (l.contains("\" +")
+                        || l.contains("+ \"")
+                        || l.contains("format!(")
+                        || l.contains("f\"")
+                        || l.contains("${"))
+            },
+        },
+        Rule {
+            security: true,
+            severity: "high",
+            title: "Shell command built from a variable",
+            description: "A command run through the shell with interpolated input allows command injection; pass arguments as a list.",
+            matches: |l| {
+                (l.contains("shell=True") || l.contains("os.system(") || l.contains("exec("))
+                    && (l.contains('+') || l.contains("${") || l.contains("f\""))
+            },
+        },
+        Rule {
+            security: true,
+            severity: "high",
+            title: "Hard-coded secret",
+            description: "A credential in source code leaks through the repository; read it from the environment or a secret store.",
+            matches: |l| {
+                let low = l.to_ascii_lowercase();
+                ["password =", "passwd =", "secret =", "api_key =", "token ="]
+                    .iter()
+                    .any(|k| low.contains(k))
+                    && (l.contains("= \"") || l.contains("= '"))
+            },
+        },
+        Rule {
+            security: true,
+            severity: "medium",
+            title: "HTML assigned without sanitizing",
+            description: "Assigning untrusted HTML to innerHTML allows cross-site scripting.",
+            matches: |l| l.contains("innerHTML ="),
+        },
+        Rule {
+            security: false,
+            severity: "medium",
+            title: "unwrap() can panic on bad input",
+            description: "This unwrap() turns a missing file or malformed value into a crash; return an error instead.",
+            matches: |l| l.contains(".unwrap()"),
+        },
+        Rule {
+            security: false,
+            severity: "info",
+            title: "Unfinished work left in a TODO",
+            description: "A TODO in new code marks a known gap; track it or finish it.",
+            matches: |l| l.contains("TODO") || l.contains("FIXME"),
+        },
+    ];
+
+    /// Answers with the JSON contract, as a model would.
+    pub fn review(prompt: &Prompt) -> String {
+        let skill = prompt
+            .system
+            .split("review skill `")
+            .nth(1)
+            .and_then(|s| s.split('`').next())
+            .unwrap_or("");
+        let want_security = skill != "code-review";
+        let want_code = skill != "security-review";
+        let mut findings = Vec::new();
+        for line in prompt.user.lines() {
+            let Some((num, text)) = added_line(line) else {
+                continue;
+            };
+            for r in RULES {
+                if (r.security && want_security || !r.security && want_code) && (r.matches)(text) {
+                    findings.push(json!({
+                        "severity": r.severity,
+                        "confidence": "high",
+                        "title": r.title,
+                        "description": r.description,
+                        "line": num,
+                    }));
+                }
+            }
+        }
+        format!("```json\n{}\n```", json!({ "findings": findings }))
+    }
+
+    /// `   12 + text` → (12, text).
+    fn added_line(line: &str) -> Option<(u32, &str)> {
+        let t = line.trim_start();
+        let (num, rest) = t.split_once(' ')?;
+        let num: u32 = num.parse().ok()?;
+        let text = rest.strip_prefix("+ ")?;
+        Some((num, text))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::prompt::Prompt;
+
+    #[test]
+    fn slow_tail_matches_its_reference_percentiles() {
+        let p = Profile::named("slow-tail").unwrap();
+        let mut rng = SmallRng::seed_from_u64(7);
+        let mut ok: Vec<f64> = Vec::new();
+        let mut errors = 0;
+        for _ in 0..20_000 {
+            match Draw::sample(&p, &mut rng) {
+                Draw::Answer { minutes } => ok.push(minutes),
+                Draw::SlowError { .. } => errors += 1,
+                other => panic!("{other:?}"),
+            }
+        }
+        ok.sort_by(f64::total_cmp);
+        let q = |x: f64| ok[(x * (ok.len() - 1) as f64) as usize];
+        assert!((q(0.5) - 1.5).abs() < 0.1, "median {}", q(0.5));
+        assert!((q(0.95) - 6.2).abs() < 0.6, "p95 {}", q(0.95));
+        assert!(ok.iter().all(|m| *m <= 45.0));
+        let share = errors as f64 / 20_000.0;
+        assert!((share - 0.03).abs() < 0.006, "{share}");
+    }
+
+    #[test]
+    fn heuristics_find_the_demo_problems_by_skill() {
+        let prompt = Prompt {
+            system: "running the review skill `security-review`.".into(),
+            user: "    18 +     query = \"SELECT id FROM users WHERE name = '\" + term + \"'\"\n    19 +     x = a.unwrap()\n".into(),
+        };
+        let answer = heuristics::review(&prompt);
+        let e = findings::extract(&answer, 1, 100).unwrap();
+        assert_eq!(e.findings.len(), 1);
+        assert_eq!(e.findings[0].line, 18);
+    }
+}

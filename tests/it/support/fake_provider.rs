@@ -1,0 +1,567 @@
+//! A fault-injecting fake model provider: real HTTP/1.1 on 127.0.0.1 (port 0), both
+//! protocols (OpenAI chat completions, Anthropic messages), streaming and not. Tests
+//! script behaviours per model name as a sequence (the last one repeats) and read back
+//! every request: when it came, its model and headers, and whether and when the client
+//! hung up. Hand-written on tokio so that every byte, pause and close is under control.
+
+#![allow(dead_code)]
+
+use serde_json::{Value, json};
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::tcp::OwnedWriteHalf;
+use tokio::net::{TcpListener, TcpStream};
+
+/// What the fake does with one request.
+#[derive(Debug, Clone)]
+pub enum Behavior {
+    /// A normal 200 answer whose text is given (see [`findings_answer`]).
+    Answer(String),
+    /// Wait before sending any header, then behave as the inner behaviour.
+    DelayHeaders(Duration, Box<Behavior>),
+    /// Accept and never answer.
+    Hang,
+    /// Send 200 headers, then nothing.
+    HeadersThenHang,
+    /// Send the first (role-only / message_start) chunk, then nothing.
+    FirstChunkThenHang,
+    /// Send keep-alives (`: OPENROUTER PROCESSING` or `ping` events; spaces when not
+    /// streaming) at this interval, forever, and never a token.
+    KeepAlivesForever(Duration),
+    /// Send one content token, then keep-alives at this interval forever.
+    TokenThenKeepAlives(Duration),
+    /// Send `count` content tokens, one every `every`, then finish normally.
+    DripTokens { every: Duration, count: usize },
+    /// Any status, with extra headers (e.g. retry-after) and a body.
+    Status {
+        code: u16,
+        headers: Vec<(String, String)>,
+        body: String,
+    },
+    /// 200 with a body that is not the protocol's JSON.
+    Garbage,
+    /// Some tokens, then the connection closes without the terminator.
+    Truncated,
+    /// Some tokens, then an error inside the 200 stream.
+    MidStreamError,
+}
+
+impl Behavior {
+    pub fn status(code: u16) -> Behavior {
+        Behavior::Status {
+            code,
+            headers: vec![],
+            body: json!({"error": {"message": format!("fake status {code}"), "type": "fake"}})
+                .to_string(),
+        }
+    }
+
+    pub fn status_with(code: u16, headers: &[(&str, &str)], body: &str) -> Behavior {
+        Behavior::Status {
+            code,
+            headers: headers
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            body: body.to_string(),
+        }
+    }
+}
+
+/// A model answer with these findings, in the JSON contract.
+pub fn findings_answer(findings: Value) -> String {
+    format!(
+        "Here is my review.\n```json\n{}\n```",
+        json!({ "findings": findings })
+    )
+}
+
+/// One finding at `line`.
+pub fn finding(line: u32, severity: &str, title: &str) -> Value {
+    json!({"severity": severity, "confidence": "high", "title": title, "description": "fake finding", "line": line})
+}
+
+/// What reached the wire for one request.
+#[derive(Debug, Clone)]
+pub struct Record {
+    pub at: Instant,
+    pub path: String,
+    pub model: String,
+    pub stream: bool,
+    pub headers: Vec<(String, String)>,
+    pub body: Value,
+    /// When the client closed the connection before the fake finished its answer.
+    pub hung_up_at: Option<Instant>,
+    /// When the fake finished writing its answer (and closed the connection).
+    pub finished_at: Option<Instant>,
+}
+
+impl Record {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// Whether the connection is closed (by either side).
+    pub fn closed(&self) -> bool {
+        self.hung_up_at.is_some() || self.finished_at.is_some()
+    }
+}
+
+#[derive(Default)]
+struct State {
+    scripts: HashMap<String, VecDeque<Behavior>>,
+    default: Option<Behavior>,
+    log: Vec<Record>,
+}
+
+pub struct FakeProvider {
+    addr: std::net::SocketAddr,
+    state: Arc<Mutex<State>>,
+    _runtime: tokio::runtime::Runtime,
+}
+
+impl FakeProvider {
+    /// Starts the fake on its own runtime; by default every model answers with no findings.
+    pub fn start() -> FakeProvider {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .expect("runtime");
+        let listener = runtime
+            .block_on(TcpListener::bind("127.0.0.1:0"))
+            .expect("bind 127.0.0.1:0");
+        let addr = listener.local_addr().unwrap();
+        let state = Arc::new(Mutex::new(State::default()));
+        let st = state.clone();
+        runtime.spawn(async move {
+            loop {
+                let Ok((sock, _)) = listener.accept().await else {
+                    continue;
+                };
+                let _ = sock.set_nodelay(true);
+                tokio::spawn(handle(sock, st.clone()));
+            }
+        });
+        FakeProvider {
+            addr,
+            state,
+            _runtime: runtime,
+        }
+    }
+
+    /// `http://127.0.0.1:PORT/v1`, for a route's `baseUrl`.
+    pub fn base_url(&self) -> String {
+        format!("http://{}/v1", self.addr)
+    }
+
+    pub fn addr(&self) -> std::net::SocketAddr {
+        self.addr
+    }
+
+    /// Requests for `model` get these behaviours in turn; the last one repeats.
+    pub fn script(&self, model: &str, seq: Vec<Behavior>) -> &Self {
+        self.state
+            .lock()
+            .unwrap()
+            .scripts
+            .insert(model.to_string(), seq.into());
+        self
+    }
+
+    /// Behaviour for models without a script.
+    pub fn default_behavior(&self, b: Behavior) -> &Self {
+        self.state.lock().unwrap().default = Some(b);
+        self
+    }
+
+    pub fn requests(&self) -> Vec<Record> {
+        self.state.lock().unwrap().log.clone()
+    }
+
+    pub fn requests_for(&self, model: &str) -> Vec<Record> {
+        self.requests()
+            .into_iter()
+            .filter(|r| r.model == model)
+            .collect()
+    }
+
+    /// Waits (bounded) until every connection is closed; returns the records.
+    pub fn wait_all_closed(&self, within: Duration) -> Vec<Record> {
+        let until = Instant::now() + within;
+        loop {
+            let reqs = self.requests();
+            if reqs.iter().all(Record::closed) || Instant::now() >= until {
+                return reqs;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+}
+
+fn next_behavior(state: &Mutex<State>, model: &str) -> Behavior {
+    let mut st = state.lock().unwrap();
+    let default = st.default.clone();
+    match st.scripts.get_mut(model) {
+        Some(q) if q.len() > 1 => q.pop_front().unwrap(),
+        Some(q) if q.len() == 1 => q[0].clone(),
+        _ => default.unwrap_or_else(|| Behavior::Answer(findings_answer(json!([])))),
+    }
+}
+
+struct Request {
+    path: String,
+    headers: Vec<(String, String)>,
+    body: Vec<u8>,
+}
+
+async fn read_request(sock: &mut tokio::net::tcp::OwnedReadHalf) -> Option<Request> {
+    let mut buf = Vec::new();
+    let mut tmp = [0u8; 8192];
+    let head_end = loop {
+        let n = sock.read(&mut tmp).await.ok()?;
+        if n == 0 {
+            return None;
+        }
+        buf.extend_from_slice(&tmp[..n]);
+        if let Some(p) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            break p;
+        }
+    };
+    let head = String::from_utf8_lossy(&buf[..head_end]).into_owned();
+    let mut lines = head.split("\r\n");
+    let path = lines.next()?.split(' ').nth(1)?.to_string();
+    let headers: Vec<(String, String)> = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_string()))
+        .collect();
+    let len: usize = headers
+        .iter()
+        .find(|(k, _)| k == "content-length")
+        .and_then(|(_, v)| v.parse().ok())
+        .unwrap_or(0);
+    let mut body = buf[head_end + 4..].to_vec();
+    while body.len() < len {
+        let n = sock.read(&mut tmp).await.ok()?;
+        if n == 0 {
+            return None;
+        }
+        body.extend_from_slice(&tmp[..n]);
+    }
+    Some(Request {
+        path,
+        headers,
+        body,
+    })
+}
+
+async fn handle(sock: TcpStream, state: Arc<Mutex<State>>) {
+    let (mut rd, mut wr) = sock.into_split();
+    let Some(req) = read_request(&mut rd).await else {
+        return;
+    };
+    let body: Value = serde_json::from_slice(&req.body).unwrap_or(Value::Null);
+    let model = body["model"].as_str().unwrap_or("").to_string();
+    let stream = body["stream"].as_bool().unwrap_or(false);
+    let anthropic = req.path.ends_with("/messages");
+    let index = {
+        let mut st = state.lock().unwrap();
+        st.log.push(Record {
+            at: Instant::now(),
+            path: req.path.clone(),
+            model: model.clone(),
+            stream,
+            headers: req.headers.clone(),
+            body: body.clone(),
+            hung_up_at: None,
+            finished_at: None,
+        });
+        st.log.len() - 1
+    };
+    let behavior = next_behavior(&state, &model);
+    let hangup = async {
+        let mut b = [0u8; 64];
+        loop {
+            match rd.read(&mut b).await {
+                Ok(0) | Err(_) => return Instant::now(),
+                Ok(_) => {}
+            }
+        }
+    };
+    let w = Wire {
+        anthropic,
+        stream,
+        model,
+    };
+    tokio::select! {
+        at = hangup => {
+            state.lock().unwrap().log[index].hung_up_at = Some(at);
+        }
+        _ = w.play(&behavior, &mut wr) => {
+            let _ = wr.shutdown().await;
+            state.lock().unwrap().log[index].finished_at = Some(Instant::now());
+        }
+    }
+}
+
+struct Wire {
+    anthropic: bool,
+    stream: bool,
+    model: String,
+}
+
+const FOREVER: Duration = Duration::from_secs(3600);
+
+impl Wire {
+    async fn play(&self, b: &Behavior, wr: &mut OwnedWriteHalf) {
+        match b {
+            Behavior::DelayHeaders(d, inner) => {
+                tokio::time::sleep(*d).await;
+                Box::pin(self.play(inner, wr)).await;
+            }
+            Behavior::Hang => tokio::time::sleep(FOREVER).await,
+            Behavior::Status {
+                code,
+                headers,
+                body,
+            } => {
+                let mut head = format!(
+                    "HTTP/1.1 {code} Fake\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\nx-request-id: req-fake\r\n",
+                    body.len()
+                );
+                for (k, v) in headers {
+                    head.push_str(&format!("{k}: {v}\r\n"));
+                }
+                head.push_str("\r\n");
+                let _ = wr.write_all(head.as_bytes()).await;
+                let _ = wr.write_all(body.as_bytes()).await;
+            }
+            Behavior::Garbage => {
+                let body = if self.stream {
+                    "data: {not json\n\n"
+                } else {
+                    "<html>bad gateway page</html>"
+                };
+                self.ok_headers(wr, Some(body.len())).await;
+                let _ = wr.write_all(body.as_bytes()).await;
+            }
+            Behavior::Answer(text) => self.answer(wr, text, None).await,
+            Behavior::DripTokens { every, count } => {
+                let text = findings_answer(json!([]));
+                self.answer(wr, &text, Some((*every, *count))).await
+            }
+            Behavior::HeadersThenHang => {
+                self.ok_headers(wr, if self.stream { None } else { Some(1000) })
+                    .await;
+                tokio::time::sleep(FOREVER).await;
+            }
+            Behavior::FirstChunkThenHang => {
+                if self.stream {
+                    self.ok_headers(wr, None).await;
+                    let _ = wr.write_all(self.first_chunk().as_bytes()).await;
+                } else {
+                    self.ok_headers(wr, Some(1000)).await;
+                    let _ = wr.write_all(b"{\"id\": \"x\", ").await;
+                }
+                tokio::time::sleep(FOREVER).await;
+            }
+            Behavior::KeepAlivesForever(every) => {
+                self.ok_headers(wr, if self.stream { None } else { Some(100_000) })
+                    .await;
+                if self.stream {
+                    let _ = wr.write_all(self.first_chunk().as_bytes()).await;
+                }
+                loop {
+                    let ka = match (self.stream, self.anthropic) {
+                        (false, _) => "\n",
+                        (true, true) => "event: ping\ndata: {\"type\": \"ping\"}\n\n",
+                        (true, false) => ": OPENROUTER PROCESSING\n\n",
+                    };
+                    if wr.write_all(ka.as_bytes()).await.is_err() {
+                        tokio::time::sleep(FOREVER).await;
+                    }
+                    tokio::time::sleep(*every).await;
+                }
+            }
+            Behavior::TokenThenKeepAlives(every) => {
+                self.ok_headers(wr, None).await;
+                let _ = wr.write_all(self.first_chunk().as_bytes()).await;
+                let _ = wr.write_all(self.delta("{").as_bytes()).await;
+                loop {
+                    let ka = if self.anthropic {
+                        "event: ping\ndata: {\"type\": \"ping\"}\n\n"
+                    } else {
+                        ": OPENROUTER PROCESSING\n\n"
+                    };
+                    if wr.write_all(ka.as_bytes()).await.is_err() {
+                        tokio::time::sleep(FOREVER).await;
+                    }
+                    tokio::time::sleep(*every).await;
+                }
+            }
+            Behavior::Truncated => {
+                if self.stream {
+                    self.ok_headers(wr, None).await;
+                    let _ = wr.write_all(self.first_chunk().as_bytes()).await;
+                    let _ = wr
+                        .write_all(self.delta("{\"findings\": [").as_bytes())
+                        .await;
+                } else {
+                    self.ok_headers(wr, Some(5000)).await;
+                    let _ = wr.write_all(b"{\"id\": \"x\", \"choices\": [").await;
+                }
+            }
+            Behavior::MidStreamError => {
+                if self.stream {
+                    self.ok_headers(wr, None).await;
+                    let _ = wr.write_all(self.first_chunk().as_bytes()).await;
+                    let _ = wr.write_all(self.delta("{\"findings\"").as_bytes()).await;
+                    let err = if self.anthropic {
+                        "event: error\ndata: {\"type\": \"error\", \"error\": {\"type\": \"overloaded_error\", \"message\": \"Overloaded\"}}\n\n".to_string()
+                    } else {
+                        format!(
+                            "data: {}\n\n",
+                            json!({"id": "gen-1", "model": self.model, "error": {"code": 502, "message": "upstream error"},
+                                   "choices": [{"index": 0, "delta": {"content": ""}, "finish_reason": "error"}]})
+                        )
+                    };
+                    let _ = wr.write_all(err.as_bytes()).await;
+                } else {
+                    let body = if self.anthropic {
+                        json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}})
+                    } else {
+                        json!({"error": {"code": 502, "message": "upstream error"}})
+                    }
+                    .to_string();
+                    self.ok_headers(wr, Some(body.len())).await;
+                    let _ = wr.write_all(body.as_bytes()).await;
+                }
+            }
+        }
+    }
+
+    async fn ok_headers(&self, wr: &mut OwnedWriteHalf, len: Option<usize>) {
+        let ct = if self.stream {
+            "text/event-stream"
+        } else {
+            "application/json"
+        };
+        let mut head = format!(
+            "HTTP/1.1 200 OK\r\ncontent-type: {ct}\r\nconnection: close\r\nx-request-id: req-fake\r\nrequest-id: req-fake\r\n"
+        );
+        if let Some(l) = len {
+            head.push_str(&format!("content-length: {l}\r\n"));
+        }
+        head.push_str("\r\n");
+        let _ = wr.write_all(head.as_bytes()).await;
+    }
+
+    fn first_chunk(&self) -> String {
+        if self.anthropic {
+            format!(
+                "event: message_start\ndata: {}\n\nevent: content_block_start\ndata: {}\n\n",
+                json!({"type": "message_start", "message": {"id": "msg_fake", "model": self.model, "usage": {"input_tokens": 120, "output_tokens": 1}}}),
+                json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}})
+            )
+        } else {
+            format!(
+                "data: {}\n\n",
+                json!({"id": "gen-fake", "object": "chat.completion.chunk", "model": self.model,
+                       "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": null}]})
+            )
+        }
+    }
+
+    fn delta(&self, text: &str) -> String {
+        if self.anthropic {
+            format!(
+                "event: content_block_delta\ndata: {}\n\n",
+                json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": text}})
+            )
+        } else {
+            format!(
+                "data: {}\n\n",
+                json!({"id": "gen-fake", "object": "chat.completion.chunk", "model": self.model,
+                       "choices": [{"index": 0, "delta": {"content": text}, "finish_reason": null}]})
+            )
+        }
+    }
+
+    fn end(&self) -> String {
+        if self.anthropic {
+            format!(
+                "event: content_block_stop\ndata: {}\n\nevent: message_delta\ndata: {}\n\nevent: message_stop\ndata: {}\n\n",
+                json!({"type": "content_block_stop", "index": 0}),
+                json!({"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 42}}),
+                json!({"type": "message_stop"})
+            )
+        } else {
+            format!(
+                "data: {}\n\ndata: {}\n\ndata: [DONE]\n\n",
+                json!({"id": "gen-fake", "object": "chat.completion.chunk", "model": self.model,
+                       "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}),
+                json!({"id": "gen-fake", "object": "chat.completion.chunk", "model": self.model, "choices": [],
+                       "usage": {"prompt_tokens": 120, "completion_tokens": 42, "total_tokens": 162, "cost": 0.0012}})
+            )
+        }
+    }
+
+    /// A full answer; with `drip`, `count` tokens one every `every` first.
+    async fn answer(&self, wr: &mut OwnedWriteHalf, text: &str, drip: Option<(Duration, usize)>) {
+        if !self.stream {
+            if let Some((every, count)) = drip {
+                // Non-streaming drip: the body arrives slowly, byte by byte.
+                let body = self.full_body(text);
+                self.ok_headers(wr, Some(body.len())).await;
+                let step = (body.len() / count.max(1)).max(1);
+                for part in body.as_bytes().chunks(step) {
+                    tokio::time::sleep(every).await;
+                    if wr.write_all(part).await.is_err() {
+                        return;
+                    }
+                }
+                return;
+            }
+            let body = self.full_body(text);
+            self.ok_headers(wr, Some(body.len())).await;
+            let _ = wr.write_all(body.as_bytes()).await;
+            return;
+        }
+        self.ok_headers(wr, None).await;
+        let _ = wr.write_all(self.first_chunk().as_bytes()).await;
+        if let Some((every, count)) = drip {
+            for _ in 0..count {
+                tokio::time::sleep(every).await;
+                if wr.write_all(self.delta(" ").as_bytes()).await.is_err() {
+                    return;
+                }
+            }
+        }
+        let mid = text
+            .char_indices()
+            .nth(text.chars().count() / 2)
+            .map_or(0, |(i, _)| i);
+        for part in [&text[..mid], &text[mid..]] {
+            let _ = wr.write_all(self.delta(part).as_bytes()).await;
+        }
+        let _ = wr.write_all(self.end().as_bytes()).await;
+    }
+
+    fn full_body(&self, text: &str) -> String {
+        if self.anthropic {
+            json!({"id": "msg_fake", "type": "message", "role": "assistant", "model": self.model,
+                   "content": [{"type": "text", "text": text}], "stop_reason": "end_turn",
+                   "usage": {"input_tokens": 120, "output_tokens": 42}})
+        } else {
+            json!({"id": "gen-fake", "object": "chat.completion", "model": self.model,
+                   "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+                   "usage": {"prompt_tokens": 120, "completion_tokens": 42, "total_tokens": 162, "cost": 0.0012}})
+        }
+        .to_string()
+    }
+}
