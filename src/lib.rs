@@ -9,6 +9,7 @@ pub mod chunk;
 pub mod cli;
 pub mod config;
 pub mod diff;
+pub mod engine;
 pub mod error;
 pub mod findings;
 mod init;

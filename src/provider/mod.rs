@@ -57,6 +57,9 @@ pub type AttemptFuture<'a> = Pin<Box<dyn Future<Output = Attempt> + Send + 'a>>;
 /// connection at once.
 pub trait Provider: Send + Sync {
     fn route(&self) -> &str;
+    /// The provider's name for records and telemetry (`openai`, `anthropic`, `sim`, ...).
+    fn kind(&self) -> &'static str;
+    fn model(&self) -> &str;
     fn attempt<'a>(&'a self, req: &'a AttemptRequest) -> AttemptFuture<'a>;
 }
 
@@ -245,6 +248,14 @@ pub(crate) fn finish(
 impl Provider for HttpProvider {
     fn route(&self) -> &str {
         &self.route.name
+    }
+
+    fn kind(&self) -> &'static str {
+        self.route.provider.as_str()
+    }
+
+    fn model(&self) -> &str {
+        &self.route.model
     }
 
     fn attempt<'a>(&'a self, req: &'a AttemptRequest) -> AttemptFuture<'a> {

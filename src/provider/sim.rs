@@ -287,6 +287,14 @@ impl Provider for SimProvider {
         &self.route.name
     }
 
+    fn kind(&self) -> &'static str {
+        "sim"
+    }
+
+    fn model(&self) -> &str {
+        &self.route.model
+    }
+
     fn attempt<'a>(&'a self, req: &'a AttemptRequest) -> AttemptFuture<'a> {
         Box::pin(self.run(req))
     }

@@ -3,6 +3,7 @@
 mod support;
 
 mod chunking;
+mod engine_policy;
 mod config;
 mod errors;
 mod invariant;

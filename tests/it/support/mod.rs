@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod fake_provider;
+pub mod scripted;
 
 use assert_cmd::Command;
 use serde_json::Value;

@@ -1,0 +1,339 @@
+//! A per-route circuit breaker over a rolling time window (DESIGN.md rule 8). It opens when
+//! at least `minCalls` attempts finished in the window and the share of timeouts and
+//! unavailable outcomes reaches `failureRate`; after `openFor` it lets `halfOpenProbes`
+//! probes through; a good probe closes it, a bad one re-opens it for twice as long
+//! (capped). Auth and invalid-model failures force it open for the run. It is plain code
+//! over the instants it is given, so tests drive it with exact numbers.
+
+use crate::config::BreakerSettings;
+use crate::provider::Outcome;
+use serde::Serialize;
+use std::collections::VecDeque;
+use std::time::Duration;
+use tokio::time::Instant;
+
+/// The longest re-open wait, as a multiple of `openFor`.
+const MAX_BACKOFF: u32 = 8;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BreakerState {
+    Closed,
+    Open,
+    HalfOpen,
+    /// Auth or invalid model: open for the rest of the run.
+    ForcedOpen,
+}
+
+impl BreakerState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BreakerState::Closed => "closed",
+            BreakerState::Open => "open",
+            BreakerState::HalfOpen => "half_open",
+            BreakerState::ForcedOpen => "forced_open",
+        }
+    }
+}
+
+/// May an attempt go to this route now?
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Admission {
+    Yes,
+    /// Yes, as one of the half-open probes (report its result with `probe = true`).
+    Probe,
+    No,
+}
+
+/// A state change, with the reason, for the event stream.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Transition {
+    pub from: BreakerState,
+    pub to: BreakerState,
+    pub reason: String,
+}
+
+#[derive(Debug)]
+pub struct Breaker {
+    cfg: BreakerSettings,
+    state: BreakerState,
+    open_until: Instant,
+    /// Finished attempts in the window: (when, counted as failure).
+    window: VecDeque<(Instant, bool)>,
+    probes_in_flight: u32,
+    /// How many times it re-opened in a row (for the doubling wait).
+    level: u32,
+    opens: u32,
+    opened_at: Option<Instant>,
+    time_open: Duration,
+}
+
+impl Breaker {
+    pub fn new(cfg: BreakerSettings, now: Instant) -> Self {
+        Breaker {
+            cfg,
+            state: BreakerState::Closed,
+            open_until: now,
+            window: VecDeque::new(),
+            probes_in_flight: 0,
+            level: 0,
+            opens: 0,
+            opened_at: None,
+            time_open: Duration::ZERO,
+        }
+    }
+
+    pub fn state(&self) -> BreakerState {
+        self.state
+    }
+
+    pub fn opens(&self) -> u32 {
+        self.opens
+    }
+
+    /// Total time spent open (or half-open, forced open) up to `now`.
+    pub fn time_open(&self, now: Instant) -> Duration {
+        self.time_open + self.opened_at.map_or(Duration::ZERO, |t| now - t)
+    }
+
+    /// When an open breaker will let a probe through (None unless `Open`).
+    pub fn reopens_at(&self) -> Option<Instant> {
+        (self.state == BreakerState::Open).then_some(self.open_until)
+    }
+
+    /// Whether `admit` would say yes now, without reserving a probe.
+    pub fn would_admit(&self, now: Instant) -> bool {
+        match self.state {
+            BreakerState::Closed => true,
+            BreakerState::Open => now >= self.open_until,
+            BreakerState::HalfOpen => self.probes_in_flight < self.cfg.half_open_probes,
+            BreakerState::ForcedOpen => false,
+        }
+    }
+
+    /// Asks to send one attempt; a half-open breaker reserves a probe slot.
+    pub fn admit(&mut self, now: Instant) -> (Admission, Option<Transition>) {
+        let mut t = None;
+        if self.state == BreakerState::Open && now >= self.open_until {
+            t = Some(self.go(BreakerState::HalfOpen, now, format!("openFor elapsed; letting {} probe(s) through", self.cfg.half_open_probes)));
+        }
+        let a = match self.state {
+            BreakerState::Closed => Admission::Yes,
+            BreakerState::HalfOpen if self.probes_in_flight < self.cfg.half_open_probes => {
+                self.probes_in_flight += 1;
+                Admission::Probe
+            }
+            _ => Admission::No,
+        };
+        (a, t)
+    }
+
+    /// A probe that was cancelled before it finished frees its slot without a verdict.
+    pub fn release_probe(&mut self) {
+        self.probes_in_flight = self.probes_in_flight.saturating_sub(1);
+    }
+
+    /// Records a finished attempt. `probe` says whether it was admitted as a probe.
+    pub fn record(&mut self, now: Instant, outcome: Outcome, probe: bool) -> Option<Transition> {
+        if outcome == Outcome::Cancelled {
+            if probe {
+                self.release_probe();
+            }
+            return None;
+        }
+        if outcome.forces_open() {
+            if self.state == BreakerState::ForcedOpen {
+                return None;
+            }
+            return Some(self.go(
+                BreakerState::ForcedOpen,
+                now,
+                format!("{outcome}: the route cannot work with this key or model; open for the rest of the run"),
+            ));
+        }
+        let failure = outcome.is_breaker_failure();
+        match self.state {
+            BreakerState::HalfOpen if probe => {
+                self.release_probe();
+                if failure {
+                    self.level += 1;
+                    let wait = self.open_wait();
+                    self.open_until = now + wait;
+                    Some(self.go(BreakerState::Open, now, format!("probe failed ({outcome}); open again for {wait:?}")))
+                } else {
+                    self.level = 0;
+                    self.window.clear();
+                    Some(self.go(BreakerState::Closed, now, format!("probe succeeded ({outcome})")))
+                }
+            }
+            BreakerState::Closed => {
+                self.window.push_back((now, failure));
+                let horizon = now.checked_sub(self.cfg.window).unwrap_or(now);
+                while self.window.front().is_some_and(|(t, _)| *t < horizon) {
+                    self.window.pop_front();
+                }
+                let calls = self.window.len() as u32;
+                let failures = self.window.iter().filter(|(_, f)| *f).count() as u32;
+                if calls >= self.cfg.min_calls && f64::from(failures) >= self.cfg.failure_rate * f64::from(calls) {
+                    self.level = 1;
+                    let wait = self.open_wait();
+                    self.open_until = now + wait;
+                    return Some(self.go(
+                        BreakerState::Open,
+                        now,
+                        format!("{failures} of the last {calls} attempts timed out or were unavailable; open for {wait:?}"),
+                    ));
+                }
+                None
+            }
+            // Late results of attempts sent before the breaker opened change nothing.
+            _ => None,
+        }
+    }
+
+    fn open_wait(&self) -> Duration {
+        let factor = 1u32 << self.level.saturating_sub(1).min(3);
+        self.cfg.open_for * factor.min(MAX_BACKOFF)
+    }
+
+    fn go(&mut self, to: BreakerState, now: Instant, reason: String) -> Transition {
+        let from = self.state;
+        let was_open = from != BreakerState::Closed;
+        let is_open = to != BreakerState::Closed;
+        if !was_open && is_open {
+            self.opened_at = Some(now);
+        }
+        if was_open && !is_open {
+            if let Some(t) = self.opened_at.take() {
+                self.time_open += now - t;
+            }
+        }
+        if to == BreakerState::Open || to == BreakerState::ForcedOpen {
+            self.opens += 1;
+        }
+        if to == BreakerState::ForcedOpen {
+            self.probes_in_flight = 0;
+        }
+        self.state = to;
+        Transition { from, to, reason }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use Outcome::*;
+
+    fn cfg() -> BreakerSettings {
+        BreakerSettings {
+            window: Duration::from_secs(120),
+            min_calls: 5,
+            failure_rate: 0.5,
+            open_for: Duration::from_secs(30),
+            half_open_probes: 1,
+        }
+    }
+
+    #[test]
+    fn opens_at_exactly_min_calls_and_the_failure_share() {
+        let t0 = Instant::now();
+        let mut b = Breaker::new(cfg(), t0);
+        for o in [Timeout, Unavailable, Ok, Ok] {
+            assert_eq!(b.record(t0, o, false), None);
+        }
+        // 5 calls, 2 failures: 40 % < 50 %.
+        assert_eq!(b.record(t0, Ok, false), None);
+        assert_eq!(b.state(), BreakerState::Closed);
+        // 6 calls, 3 failures: exactly 50 %.
+        let t = b.record(t0, Timeout, false).expect("opens");
+        assert_eq!((t.from, t.to), (BreakerState::Closed, BreakerState::Open));
+        assert_eq!(b.opens(), 1);
+    }
+
+    #[test]
+    fn four_failures_are_not_enough_calls() {
+        let t0 = Instant::now();
+        let mut b = Breaker::new(cfg(), t0);
+        for _ in 0..4 {
+            assert_eq!(b.record(t0, Timeout, false), None);
+        }
+        assert_eq!(b.record(t0, Timeout, false).unwrap().to, BreakerState::Open);
+    }
+
+    #[test]
+    fn old_results_leave_the_window() {
+        let t0 = Instant::now();
+        let mut b = Breaker::new(cfg(), t0);
+        for _ in 0..4 {
+            b.record(t0, Timeout, false);
+        }
+        let later = t0 + Duration::from_secs(121);
+        assert_eq!(b.record(later, Timeout, false), None, "the first four fell out of the 2m window");
+        assert_eq!(b.state(), BreakerState::Closed);
+    }
+
+    #[test]
+    fn half_open_probe_closes_or_reopens_for_longer() {
+        let t0 = Instant::now();
+        let mut b = Breaker::new(cfg(), t0);
+        for _ in 0..5 {
+            b.record(t0, Timeout, false);
+        }
+        assert_eq!(b.admit(t0 + Duration::from_secs(29)).0, Admission::No);
+        let (a, t) = b.admit(t0 + Duration::from_secs(30));
+        assert_eq!(a, Admission::Probe);
+        assert_eq!(t.unwrap().to, BreakerState::HalfOpen);
+        // Only one probe at a time.
+        assert_eq!(b.admit(t0 + Duration::from_secs(31)).0, Admission::No);
+        let t1 = t0 + Duration::from_secs(40);
+        assert_eq!(b.record(t1, Timeout, true).unwrap().to, BreakerState::Open);
+        // Re-opened for 60 s, not 30 s.
+        assert_eq!(b.admit(t1 + Duration::from_secs(59)).0, Admission::No);
+        let (a, _) = b.admit(t1 + Duration::from_secs(60));
+        assert_eq!(a, Admission::Probe);
+        let t2 = t1 + Duration::from_secs(61);
+        assert_eq!(b.record(t2, Ok, true).unwrap().to, BreakerState::Closed);
+        assert_eq!(b.admit(t2).0, Admission::Yes);
+        assert_eq!(b.opens(), 2);
+        assert_eq!(b.time_open(t2), Duration::from_secs(61));
+    }
+
+    #[test]
+    fn a_cancelled_probe_frees_its_slot() {
+        let t0 = Instant::now();
+        let mut b = Breaker::new(cfg(), t0);
+        for _ in 0..5 {
+            b.record(t0, Unavailable, false);
+        }
+        let at = t0 + Duration::from_secs(30);
+        assert_eq!(b.admit(at).0, Admission::Probe);
+        assert_eq!(b.record(at, Cancelled, true), None);
+        assert_eq!(b.admit(at).0, Admission::Probe);
+    }
+
+    #[test]
+    fn auth_and_invalid_model_force_open_for_the_run() {
+        let t0 = Instant::now();
+        let mut b = Breaker::new(cfg(), t0);
+        assert_eq!(b.record(t0, Auth, false).unwrap().to, BreakerState::ForcedOpen);
+        assert_eq!(b.admit(t0 + Duration::from_secs(3600)).0, Admission::No);
+        let mut b = Breaker::new(cfg(), t0);
+        assert_eq!(b.record(t0, InvalidModel, false).unwrap().to, BreakerState::ForcedOpen);
+    }
+
+    #[test]
+    fn reopen_wait_is_capped() {
+        let t0 = Instant::now();
+        let mut b = Breaker::new(cfg(), t0);
+        for _ in 0..5 {
+            b.record(t0, Timeout, false);
+        }
+        let mut now = t0;
+        for _ in 0..10 {
+            now = b.reopens_at().unwrap();
+            assert_eq!(b.admit(now).0, Admission::Probe);
+            b.record(now, Timeout, true);
+        }
+        assert_eq!(b.reopens_at().unwrap() - now, Duration::from_secs(30 * 8));
+    }
+}

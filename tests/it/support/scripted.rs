@@ -1,0 +1,157 @@
+//! An in-process provider whose every call follows a script: for the engine's
+//! deterministic tests on tokio's paused clock (no sockets: paused time and real I/O
+//! do not mix).
+
+#![allow(dead_code)]
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::time::Instant;
+use warden::provider::{Attempt, AttemptFuture, AttemptRecord, AttemptRequest, Outcome, Provider, Stage};
+
+/// What one call does.
+#[derive(Debug, Clone, Copy)]
+pub enum Step {
+    /// Answer after this long with `findings` findings on the chunk's first line.
+    Ok(Duration, usize),
+    /// Fail with this outcome after this long.
+    Fail(Duration, Outcome),
+    /// 429 after this long with this Retry-After.
+    RateLimited(Duration, Duration),
+    /// No answer: time out at the attempt's deadline, as a real client does.
+    Hang,
+    /// Never return at all (only cancellation ends it).
+    HangForever,
+}
+
+type Script = dyn Fn(usize) -> Step + Send + Sync;
+
+pub struct Scripted {
+    name: String,
+    script: Box<Script>,
+    pub calls: AtomicUsize,
+    in_flight: AtomicUsize,
+    pub peak: AtomicUsize,
+    /// (call number, start, deadline given) per call.
+    pub log: Mutex<Vec<(usize, Instant, Duration)>>,
+}
+
+impl Scripted {
+    /// `script(n)` decides call n (0-based, in the order calls reach this route).
+    pub fn new(name: &str, script: impl Fn(usize) -> Step + Send + Sync + 'static) -> Arc<Self> {
+        Arc::new(Scripted {
+            name: name.into(),
+            script: Box::new(script),
+            calls: AtomicUsize::new(0),
+            in_flight: AtomicUsize::new(0),
+            peak: AtomicUsize::new(0),
+            log: Mutex::new(Vec::new()),
+        })
+    }
+
+    pub fn always(name: &str, step: Step) -> Arc<Self> {
+        Self::new(name, move |_| step)
+    }
+
+    pub fn calls(&self) -> usize {
+        self.calls.load(Ordering::SeqCst)
+    }
+
+    async fn run(&self, req: &AttemptRequest) -> Attempt {
+        let n = self.calls.fetch_add(1, Ordering::SeqCst);
+        self.log.lock().unwrap().push((n, Instant::now(), req.limits.total));
+        let now = self.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+        self.peak.fetch_max(now, Ordering::SeqCst);
+        struct Guard<'a>(&'a AtomicUsize);
+        impl Drop for Guard<'_> {
+            fn drop(&mut self) {
+                self.0.fetch_sub(1, Ordering::SeqCst);
+            }
+        }
+        let _g = Guard(&self.in_flight);
+        let start = Instant::now();
+        let deadline = req.limits.total;
+        let mut record = AttemptRecord {
+            route: self.name.clone(),
+            provider: "scripted",
+            model: "m".into(),
+            model_answered: Some("m".into()),
+            headers: None,
+            ttft: None,
+            duration: Duration::ZERO,
+            deadline,
+            bytes: 0,
+            usage: None,
+            http_status: None,
+            request_id: None,
+            outcome: Outcome::Ok,
+            stage: None,
+            reason: String::new(),
+            retry_after: None,
+        };
+        let wait = |d: Duration| async move {
+            if d > deadline {
+                tokio::time::sleep(deadline).await;
+                false
+            } else {
+                tokio::time::sleep(d).await;
+                true
+            }
+        };
+        let step = (self.script)(n);
+        let in_time = match step {
+            Step::Ok(d, _) | Step::Fail(d, _) | Step::RateLimited(d, _) => wait(d).await,
+            Step::Hang => wait(Duration::MAX).await,
+            Step::HangForever => {
+                std::future::pending::<()>().await;
+                unreachable!()
+            }
+        };
+        record.duration = start.elapsed();
+        if !in_time {
+            record.outcome = Outcome::Timeout;
+            record.stage = Some(Stage::Total);
+            record.reason = "deadline".into();
+            return Attempt { record, extracted: None };
+        }
+        match step {
+            Step::Ok(_, k) => {
+                let answer = serde_json::json!({"findings": (0..k).map(|i| serde_json::json!({
+                    "severity": "high", "confidence": "high", "title": format!("f{i}"), "line": req.lines.0
+                })).collect::<Vec<_>>()})
+                .to_string();
+                let extracted = warden::findings::extract(&answer, req.lines.0, req.lines.1).unwrap();
+                record.reason = "ok".into();
+                Attempt { record, extracted: Some(extracted) }
+            }
+            Step::Fail(_, o) => {
+                record.outcome = o;
+                record.reason = format!("scripted {o}");
+                Attempt { record, extracted: None }
+            }
+            Step::RateLimited(_, ra) => {
+                record.outcome = Outcome::RateLimited;
+                record.retry_after = Some(ra);
+                record.reason = "scripted 429".into();
+                Attempt { record, extracted: None }
+            }
+            Step::Hang | Step::HangForever => unreachable!(),
+        }
+    }
+}
+
+impl Provider for Scripted {
+    fn route(&self) -> &str {
+        &self.name
+    }
+    fn kind(&self) -> &'static str {
+        "scripted"
+    }
+    fn model(&self) -> &str {
+        "m"
+    }
+    fn attempt<'a>(&'a self, req: &'a AttemptRequest) -> AttemptFuture<'a> {
+        Box::pin(self.run(req))
+    }
+}
