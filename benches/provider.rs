@@ -24,13 +24,19 @@ fn thread_cpu() -> Duration {
 
 fn main() {
     let fake = FakeProvider::start();
-    let answer = findings_answer(json!([finding(3, "high", "a bug"), finding(5, "low", "a nit")]));
+    let answer = findings_answer(json!([
+        finding(3, "high", "a bug"),
+        finding(5, "low", "a nit")
+    ]));
     fake.default_behavior(Behavior::Answer(answer));
     let prompt = Prompt {
         system: "s".repeat(2_000),
         user: "u".repeat(6_000),
     };
-    println!("{:<28} {:>5} {:>10} {:>12} {:>14}", "protocol", "conc", "attempts", "attempts/s", "CPU/attempt");
+    println!(
+        "{:<28} {:>5} {:>10} {:>12} {:>14}",
+        "protocol", "conc", "attempts", "attempts/s", "CPU/attempt"
+    );
     for (label, kind, stream) in [
         ("openai streaming", ProviderKind::OpenAi, true),
         ("openai non-streaming", ProviderKind::OpenAi, false),
@@ -50,7 +56,10 @@ fn main() {
                 sim: SimOptions::default(),
             };
             let provider = HttpProvider::new(&route, None, Duration::from_secs(2));
-            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
             let total = if conc == 1 { 500 } else { 2_000 };
             let req = AttemptRequest {
                 prompt: prompt.clone(),

@@ -115,7 +115,14 @@ impl Breaker {
     pub fn admit(&mut self, now: Instant) -> (Admission, Option<Transition>) {
         let mut t = None;
         if self.state == BreakerState::Open && now >= self.open_until {
-            t = Some(self.go(BreakerState::HalfOpen, now, format!("openFor elapsed; letting {} probe(s) through", self.cfg.half_open_probes)));
+            t = Some(self.go(
+                BreakerState::HalfOpen,
+                now,
+                format!(
+                    "openFor elapsed; letting {} probe(s) through",
+                    self.cfg.half_open_probes
+                ),
+            ));
         }
         let a = match self.state {
             BreakerState::Closed => Admission::Yes,
@@ -159,11 +166,19 @@ impl Breaker {
                     self.level += 1;
                     let wait = self.open_wait();
                     self.open_until = now + wait;
-                    Some(self.go(BreakerState::Open, now, format!("probe failed ({outcome}); open again for {wait:?}")))
+                    Some(self.go(
+                        BreakerState::Open,
+                        now,
+                        format!("probe failed ({outcome}); open again for {wait:?}"),
+                    ))
                 } else {
                     self.level = 0;
                     self.window.clear();
-                    Some(self.go(BreakerState::Closed, now, format!("probe succeeded ({outcome})")))
+                    Some(self.go(
+                        BreakerState::Closed,
+                        now,
+                        format!("probe succeeded ({outcome})"),
+                    ))
                 }
             }
             BreakerState::Closed => {
@@ -174,7 +189,9 @@ impl Breaker {
                 }
                 let calls = self.window.len() as u32;
                 let failures = self.window.iter().filter(|(_, f)| *f).count() as u32;
-                if calls >= self.cfg.min_calls && f64::from(failures) >= self.cfg.failure_rate * f64::from(calls) {
+                if calls >= self.cfg.min_calls
+                    && f64::from(failures) >= self.cfg.failure_rate * f64::from(calls)
+                {
                     self.level = 1;
                     let wait = self.open_wait();
                     self.open_until = now + wait;
@@ -268,7 +285,11 @@ mod tests {
             b.record(t0, Timeout, false);
         }
         let later = t0 + Duration::from_secs(121);
-        assert_eq!(b.record(later, Timeout, false), None, "the first four fell out of the 2m window");
+        assert_eq!(
+            b.record(later, Timeout, false),
+            None,
+            "the first four fell out of the 2m window"
+        );
         assert_eq!(b.state(), BreakerState::Closed);
     }
 
@@ -315,10 +336,16 @@ mod tests {
     fn auth_and_invalid_model_force_open_for_the_run() {
         let t0 = Instant::now();
         let mut b = Breaker::new(cfg(), t0);
-        assert_eq!(b.record(t0, Auth, false).unwrap().to, BreakerState::ForcedOpen);
+        assert_eq!(
+            b.record(t0, Auth, false).unwrap().to,
+            BreakerState::ForcedOpen
+        );
         assert_eq!(b.admit(t0 + Duration::from_secs(3600)).0, Admission::No);
         let mut b = Breaker::new(cfg(), t0);
-        assert_eq!(b.record(t0, InvalidModel, false).unwrap().to, BreakerState::ForcedOpen);
+        assert_eq!(
+            b.record(t0, InvalidModel, false).unwrap().to,
+            BreakerState::ForcedOpen
+        );
     }
 
     #[test]

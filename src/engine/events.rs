@@ -12,9 +12,14 @@ use std::time::Duration;
 pub enum AttemptReason {
     First,
     /// The same route again (no other route admitted calls).
-    Retry { after: String },
+    Retry {
+        after: String,
+    },
     /// The next route in order.
-    Failover { from: String, after: String },
+    Failover {
+        from: String,
+        after: String,
+    },
 }
 
 #[derive(Debug, Clone)]
@@ -94,7 +99,10 @@ impl Sink {
     pub fn collect() -> (Self, Arc<Mutex<Vec<Event>>>) {
         let list = Arc::new(Mutex::new(Vec::new()));
         let l = list.clone();
-        (Sink::new(move |e| l.lock().expect("event list").push(e)), list)
+        (
+            Sink::new(move |e| l.lock().expect("event list").push(e)),
+            list,
+        )
     }
 
     /// Sends to both sinks.

@@ -118,6 +118,7 @@ impl Engine {
         tokio::pin!(all);
         let mut budget_expired = false;
         let results = tokio::select! {
+            biased;
             r = &mut all => r,
             _ = tokio::time::sleep_until(shared.review_deadline) => {
                 budget_expired = true;

@@ -47,7 +47,11 @@ pub fn further_attempt(
 
 /// Rule 6: may the unit sleep on a Retry-After before retrying the same route? Only if,
 /// after the wait, at least half the hunk budget is still left.
-pub fn retry_after_fits(retry_after: Duration, hunk_remaining: Duration, hunk_budget: Duration) -> bool {
+pub fn retry_after_fits(
+    retry_after: Duration,
+    hunk_remaining: Duration,
+    hunk_budget: Duration,
+) -> bool {
     retry_after < hunk_remaining && hunk_remaining - retry_after >= hunk_budget / 2
 }
 
@@ -58,17 +62,37 @@ mod tests {
 
     #[test]
     fn non_retryable_outcomes_stop_as_failed() {
-        for o in [Outcome::Auth, Outcome::InvalidModel, Outcome::Quota, Outcome::BadRequest, Outcome::BadResponse] {
-            assert_eq!(further_attempt(o, 1, 5, S(300), S(300)).unwrap_err().status, UnitStatus::Failed, "{o}");
+        for o in [
+            Outcome::Auth,
+            Outcome::InvalidModel,
+            Outcome::Quota,
+            Outcome::BadRequest,
+            Outcome::BadResponse,
+        ] {
+            assert_eq!(
+                further_attempt(o, 1, 5, S(300), S(300)).unwrap_err().status,
+                UnitStatus::Failed,
+                "{o}"
+            );
         }
     }
 
     #[test]
     fn attempts_and_half_the_hunk_budget_bound_retries() {
         assert!(further_attempt(Outcome::Timeout, 1, 2, S(180), S(300)).is_ok());
-        assert_eq!(further_attempt(Outcome::Timeout, 2, 2, S(180), S(300)).unwrap_err().status, UnitStatus::Unavailable);
+        assert_eq!(
+            further_attempt(Outcome::Timeout, 2, 2, S(180), S(300))
+                .unwrap_err()
+                .status,
+            UnitStatus::Unavailable
+        );
         assert!(further_attempt(Outcome::Unavailable, 1, 2, S(150), S(300)).is_ok());
-        assert_eq!(further_attempt(Outcome::Unavailable, 1, 2, S(149), S(300)).unwrap_err().status, UnitStatus::TimedOut);
+        assert_eq!(
+            further_attempt(Outcome::Unavailable, 1, 2, S(149), S(300))
+                .unwrap_err()
+                .status,
+            UnitStatus::TimedOut
+        );
     }
 
     #[test]

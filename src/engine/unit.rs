@@ -55,7 +55,11 @@ pub(super) async fn run(sh: &Shared, work: &UnitWork) -> UnitResult {
         let route = &sh.routes[slot.route];
         let hunk_remaining = hunk_end.saturating_duration_since(now);
         let review_remaining = sh.review_remaining(now);
-        let deadline = sh.exec.request_timeout.min(hunk_remaining).min(review_remaining);
+        let deadline = sh
+            .exec
+            .request_timeout
+            .min(hunk_remaining)
+            .min(review_remaining);
         let number = r.attempts.len() as u32 + 1;
         if let Some(prev) = r.routes_tried.last() {
             if *prev != route.name {
@@ -92,8 +96,9 @@ pub(super) async fn run(sh: &Shared, work: &UnitWork) -> UnitResult {
         route.peak.fetch_max(in_route, Ordering::SeqCst);
         sh.in_flight.fetch_add(1, Ordering::SeqCst);
         let result = tokio::select! {
-            a = route.provider.attempt(&req) => Some(a),
+            biased;
             _ = sh.cancel.cancelled() => None,
+            a = route.provider.attempt(&req) => Some(a),
         };
         // Dropping the attempt's future above has already closed its connection.
         sh.in_flight.fetch_sub(1, Ordering::SeqCst);
@@ -104,11 +109,11 @@ pub(super) async fn run(sh: &Shared, work: &UnitWork) -> UnitResult {
             Some(a) => (a.record, a.extracted),
             None => (cancelled_record(route, &req, finished - now), None),
         };
-        let transition = route
-            .breaker
-            .lock()
-            .expect("breaker lock")
-            .record(finished, record.outcome, slot.probe);
+        let transition = route.breaker.lock().expect("breaker lock").record(
+            finished,
+            record.outcome,
+            slot.probe,
+        );
         if let Some(t) = transition {
             sh.sink.emit(Event::Breaker {
                 route: route.name.clone(),
@@ -147,8 +152,18 @@ pub(super) async fn run(sh: &Shared, work: &UnitWork) -> UnitResult {
             return finish(sh, r, cancelled(sh));
         }
         let hunk_remaining = hunk_end.saturating_duration_since(Instant::now());
-        if let Err(mut stop) = retry::further_attempt(outcome, number, sh.exec.max_attempts, hunk_remaining, sh.exec.hunk_budget) {
-            stop.reason = format!("{stop_reason}; last attempt on {}: {reason}", route.name, stop_reason = stop.reason);
+        if let Err(mut stop) = retry::further_attempt(
+            outcome,
+            number,
+            sh.exec.max_attempts,
+            hunk_remaining,
+            sh.exec.hunk_budget,
+        ) {
+            stop.reason = format!(
+                "{stop_reason}; last attempt on {}: {reason}",
+                route.name,
+                stop_reason = stop.reason
+            );
             return finish(sh, r, stop);
         }
         last = Some(LastFailure {
@@ -194,7 +209,11 @@ fn not_started(sh: &Shared) -> Stop {
     }
 }
 
-fn cancelled_record(route: &super::RouteState, req: &AttemptRequest, ran: Duration) -> AttemptRecord {
+fn cancelled_record(
+    route: &super::RouteState,
+    req: &AttemptRequest,
+    ran: Duration,
+) -> AttemptRecord {
     AttemptRecord {
         route: route.name.clone(),
         provider: route.provider.kind(),
@@ -254,16 +273,21 @@ async fn acquire(
         }
         let now = Instant::now();
         let order = candidates(sh.routes.len(), last.map(|l| l.route));
-        let choice = order
-            .iter()
-            .copied()
-            .find(|i| sh.routes[*i].breaker.lock().expect("breaker lock").would_admit(now));
+        let choice = order.iter().copied().find(|i| {
+            sh.routes[*i]
+                .breaker
+                .lock()
+                .expect("breaker lock")
+                .would_admit(now)
+        });
         let Some(idx) = choice else {
             if last.is_some() || sh.routes.is_empty() {
                 return Err(Stop {
                     status: UnitStatus::Unavailable,
                     reason: match last {
-                        Some(l) => format!("no route admits calls (breakers open) after {}", l.reason),
+                        Some(l) => {
+                            format!("no route admits calls (breakers open) after {}", l.reason)
+                        }
                         None => "no routes are configured".into(),
                     },
                 });
@@ -298,7 +322,13 @@ async fn acquire(
         let preferred_reopen = order
             .iter()
             .take_while(|i| **i != idx)
-            .filter_map(|i| sh.routes[*i].breaker.lock().expect("breaker lock").reopens_at())
+            .filter_map(|i| {
+                sh.routes[*i]
+                    .breaker
+                    .lock()
+                    .expect("breaker lock")
+                    .reopens_at()
+            })
             .min()
             .unwrap_or(wait_until);
         let mut reason = AttemptReason::First;
@@ -307,7 +337,9 @@ async fn acquire(
                 // Same route: honour a Retry-After only if it leaves half the hunk budget.
                 let wait = l.retry_after.unwrap_or(Duration::ZERO);
                 let hunk_remaining = wait_until.saturating_duration_since(now);
-                if !wait.is_zero() && !retry::retry_after_fits(wait, hunk_remaining, sh.exec.hunk_budget) {
+                if !wait.is_zero()
+                    && !retry::retry_after_fits(wait, hunk_remaining, sh.exec.hunk_budget)
+                {
                     return Err(Stop {
                         status: UnitStatus::Unavailable,
                         reason: format!(
@@ -330,7 +362,9 @@ async fn acquire(
                         _ = tokio::time::sleep(wait) => {}
                     }
                 }
-                reason = AttemptReason::Retry { after: l.reason.clone() };
+                reason = AttemptReason::Retry {
+                    after: l.reason.clone(),
+                };
             } else {
                 if !announced {
                     sh.sink.emit(Event::Failover {
@@ -376,7 +410,9 @@ async fn acquire(
             if left < sh.exec.hunk_budget / 2 {
                 return Err(Stop {
                     status: UnitStatus::TimedOut,
-                    reason: format!("less than half the hunk budget left ({left:?}) after waiting for a permit"),
+                    reason: format!(
+                        "less than half the hunk budget left ({left:?}) after waiting for a permit"
+                    ),
                 });
             }
         }

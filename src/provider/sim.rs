@@ -121,11 +121,17 @@ impl Draw {
     }
 }
 
+/// Chooses the draw for a call, given the request and how many times this prompt was
+/// seen before (1 for the first attempt).
+pub type DrawFn = dyn Fn(&AttemptRequest, u64) -> Draw + Send + Sync;
+
 pub struct SimProvider {
     route: Route,
     profile: Profile,
     /// Attempts seen per prompt, so a retry of the same unit draws anew.
     seen: Mutex<HashMap<u64, u64>>,
+    /// Benchmarks replay exact draws (the same ones for two policies); None: the profile.
+    draw_fn: Option<Box<DrawFn>>,
 }
 
 impl SimProvider {
@@ -135,6 +141,18 @@ impl SimProvider {
                 .unwrap_or_else(|| Profile::named("healthy").expect("built in")),
             route: route.clone(),
             seen: Mutex::new(HashMap::new()),
+            draw_fn: None,
+        }
+    }
+
+    /// A sim route whose draws come from `f` instead of the profile.
+    pub fn with_draws(
+        route: &Route,
+        f: impl Fn(&AttemptRequest, u64) -> Draw + Send + Sync + 'static,
+    ) -> Self {
+        SimProvider {
+            draw_fn: Some(Box::new(f)),
+            ..SimProvider::new(route)
         }
     }
 
@@ -149,6 +167,9 @@ impl SimProvider {
             *n += 1;
             *n
         };
+        if let Some(f) = &self.draw_fn {
+            return f(req, n);
+        }
         let seed = key
             ^ self.route.sim.seed.wrapping_mul(0x9E37_79B9_7F4A_7C15)
             ^ n.wrapping_mul(0xD1B5_4A32_D192_ED03);

@@ -8,7 +8,10 @@ use std::time::Duration;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use warden::config::{BreakerSettings, Execution};
-use warden::engine::{AttemptReason, BreakerState, Engine, EngineReport, EngineRoute, Event, Sink, UnitStatus, UnitWork};
+use warden::engine::{
+    AttemptReason, BreakerState, Engine, EngineReport, EngineRoute, Event, Sink, UnitStatus,
+    UnitWork,
+};
 use warden::prompt::Prompt;
 use warden::provider::{Outcome, Provider};
 
@@ -50,7 +53,11 @@ fn units(n: usize) -> Vec<UnitWork> {
 /// Events with the (paused) time they were emitted, relative to the start.
 type Timeline = Arc<Mutex<Vec<(Duration, Event)>>>;
 
-async fn run_with(routes: Vec<(Arc<Scripted>, usize)>, exec: Execution, work: Vec<UnitWork>) -> (EngineReport, Timeline) {
+async fn run_with(
+    routes: Vec<(Arc<Scripted>, usize)>,
+    exec: Execution,
+    work: Vec<UnitWork>,
+) -> (EngineReport, Timeline) {
     let t0 = Instant::now();
     let timeline: Timeline = Arc::new(Mutex::new(Vec::new()));
     let tl = timeline.clone();
@@ -62,7 +69,9 @@ async fn run_with(routes: Vec<(Arc<Scripted>, usize)>, exec: Execution, work: Ve
             max_concurrency: cap,
         })
         .collect();
-    let report = Engine::new(routes, exec, sink).run(work, CancellationToken::new()).await;
+    let report = Engine::new(routes, exec, sink)
+        .run(work, CancellationToken::new())
+        .await;
     (report, timeline)
 }
 
@@ -89,7 +98,13 @@ async fn attempts_per_unit_never_exceed_max_attempts() {
 
 #[tokio::test(start_paused = true)]
 async fn no_retry_after_auth_invalid_model_quota_bad_request_or_bad_response() {
-    for o in [Outcome::Auth, Outcome::InvalidModel, Outcome::Quota, Outcome::BadRequest, Outcome::BadResponse] {
+    for o in [
+        Outcome::Auth,
+        Outcome::InvalidModel,
+        Outcome::Quota,
+        Outcome::BadRequest,
+        Outcome::BadResponse,
+    ] {
         let a = Scripted::always("a", Step::Fail(S(1), o));
         let b = Scripted::always("b", Step::Ok(S(1), 0));
         let (r, _) = run_with(vec![(a.clone(), 1), (b.clone(), 1)], exec(), units(1)).await;
@@ -125,20 +140,35 @@ async fn no_further_attempt_with_less_than_half_the_hunk_budget() {
 #[tokio::test(start_paused = true)]
 async fn retry_after_is_slept_on_only_when_it_fits_and_no_other_route_admits() {
     // Fits (10 s of 300 s) and there is no other route: sleep, then retry the same route.
-    let a = Scripted::new("a", |n| if n == 0 { Step::RateLimited(S(1), S(10)) } else { Step::Ok(S(1), 0) });
+    let a = Scripted::new("a", |n| {
+        if n == 0 {
+            Step::RateLimited(S(1), S(10))
+        } else {
+            Step::Ok(S(1), 0)
+        }
+    });
     let (r, tl) = run_with(vec![(a, 1)], exec(), units(1)).await;
     let u = &r.units[0];
     assert_eq!(u.status, UnitStatus::Reviewed);
     assert_eq!(u.routes_tried, ["a", "a"]);
     assert_eq!(u.attempts[1].started, S(11));
-    assert!(tl.lock().unwrap().iter().any(|(_, e)| matches!(e, Event::Retry { wait, .. } if *wait == S(10))));
+    assert!(
+        tl.lock()
+            .unwrap()
+            .iter()
+            .any(|(_, e)| matches!(e, Event::Retry { wait, .. } if *wait == S(10)))
+    );
 
     // Longer than the budget allows: never slept on.
     let a = Scripted::always("a", Step::RateLimited(S(1), S(200)));
     let (r, _) = run_with(vec![(a.clone(), 1)], exec(), units(1)).await;
     assert_eq!(r.units[0].status, UnitStatus::Unavailable);
     assert_eq!(a.calls(), 1);
-    assert_eq!(r.elapsed, S(1), "the engine did not wait on the Retry-After");
+    assert_eq!(
+        r.elapsed,
+        S(1),
+        "the engine did not wait on the Retry-After"
+    );
 
     // Another route admits calls: fail over at once instead of sleeping.
     let a = Scripted::always("a", Step::RateLimited(S(1), S(30)));
@@ -163,9 +193,17 @@ async fn failover_follows_config_order_and_is_recorded() {
     assert_eq!(u.routes_tried, ["a", "b", "c"]);
     assert_eq!(u.route.as_deref(), Some("c"));
     assert_eq!(u.findings.len(), 2);
-    let moves: Vec<(&str, &str)> = u.moves.iter().map(|m| (m.from.as_str(), m.to.as_str())).collect();
+    let moves: Vec<(&str, &str)> = u
+        .moves
+        .iter()
+        .map(|m| (m.from.as_str(), m.to.as_str()))
+        .collect();
     assert_eq!(moves, [("a", "b"), ("b", "c")]);
-    assert!(u.moves[0].reason.starts_with("unavailable"), "{:?}", u.moves);
+    assert!(
+        u.moves[0].reason.starts_with("unavailable"),
+        "{:?}",
+        u.moves
+    );
     let reasons: Vec<AttemptReason> = tl
         .lock()
         .unwrap()
@@ -193,7 +231,12 @@ async fn per_route_concurrency_never_exceeds_its_cap_and_waits_do_not_start_the_
     assert_eq!(r.elapsed, S(250), "10 waves of 3 units, 25 s each");
     // The last units waited 225 s for a permit, yet got their whole hunk budget.
     for (_, ev) in tl.lock().unwrap().iter() {
-        if let Event::AttemptStarted { hunk_remaining, attempt: 1, .. } = ev {
+        if let Event::AttemptStarted {
+            hunk_remaining,
+            attempt: 1,
+            ..
+        } = ev
+        {
             assert_eq!(*hunk_remaining, S(30));
         }
     }
@@ -204,9 +247,20 @@ async fn breaker_opens_at_min_calls_and_sends_new_units_to_the_fallback() {
     let a = Scripted::always("a", Step::Fail(S(1), Outcome::Unavailable));
     let b = Scripted::always("b", Step::Ok(S(1), 0));
     let (r, tl) = run_with(vec![(a.clone(), 1), (b.clone(), 1)], exec(), units(20)).await;
-    assert!(statuses(&r).iter().all(|s| *s == UnitStatus::Reviewed), "{:?}", statuses(&r));
-    assert_eq!(a.calls(), 5, "exactly minCalls attempts reached the sick route");
-    assert!(r.units[5..].iter().all(|u| u.routes_tried == ["b"]), "new units skip the open route");
+    assert!(
+        statuses(&r).iter().all(|s| *s == UnitStatus::Reviewed),
+        "{:?}",
+        statuses(&r)
+    );
+    assert_eq!(
+        a.calls(),
+        5,
+        "exactly minCalls attempts reached the sick route"
+    );
+    assert!(
+        r.units[5..].iter().all(|u| u.routes_tried == ["b"]),
+        "new units skip the open route"
+    );
     let tl = tl.lock().unwrap();
     let opened = tl
         .iter()
@@ -225,7 +279,13 @@ async fn breaker_opens_at_min_calls_and_sends_new_units_to_the_fallback() {
 #[tokio::test(start_paused = true)]
 async fn breaker_half_opens_after_open_for_then_reopens_longer_then_closes() {
     // a fails 6 times (5 to open it, the first probe), then works.
-    let a = Scripted::new("a", |n| if n < 6 { Step::Fail(S(1), Outcome::Unavailable) } else { Step::Ok(S(1), 0) });
+    let a = Scripted::new("a", |n| {
+        if n < 6 {
+            Step::Fail(S(1), Outcome::Unavailable)
+        } else {
+            Step::Ok(S(1), 0)
+        }
+    });
     let b = Scripted::always("b", Step::Ok(S(10), 0));
     let (r, tl) = run_with(vec![(a.clone(), 1), (b, 2)], exec(), units(30)).await;
     for u in &r.units {
@@ -235,18 +295,39 @@ async fn breaker_half_opens_after_open_for_then_reopens_longer_then_closes() {
     let transitions: Vec<(Duration, BreakerState, BreakerState)> = tl
         .iter()
         .filter_map(|(t, e)| match e {
-            Event::Breaker { route, from, to, .. } if route == "a" => Some((*t, *from, *to)),
+            Event::Breaker {
+                route, from, to, ..
+            } if route == "a" => Some((*t, *from, *to)),
             _ => None,
         })
         .collect();
     use BreakerState::*;
-    let states: Vec<(BreakerState, BreakerState)> = transitions.iter().map(|(_, f, t)| (*f, *t)).collect();
-    assert_eq!(states, [(Closed, Open), (Open, HalfOpen), (HalfOpen, Open), (Open, HalfOpen), (HalfOpen, Closed)]);
+    let states: Vec<(BreakerState, BreakerState)> =
+        transitions.iter().map(|(_, f, t)| (*f, *t)).collect();
+    assert_eq!(
+        states,
+        [
+            (Closed, Open),
+            (Open, HalfOpen),
+            (HalfOpen, Open),
+            (Open, HalfOpen),
+            (HalfOpen, Closed)
+        ]
+    );
     let at = |i: usize| transitions[i].0;
     assert_eq!(at(1) - at(0), S(30), "half-opens after openFor");
-    assert_eq!(at(3) - at(2), S(60), "re-opens for twice as long after a bad probe");
+    assert_eq!(
+        at(3) - at(2),
+        S(60),
+        "re-opens for twice as long after a bad probe"
+    );
     // 5 failures, a failed probe, a good probe; after closing, a takes new units again.
-    let probes = r.units.iter().flat_map(|u| &u.attempts).filter(|a| a.probe).count();
+    let probes = r
+        .units
+        .iter()
+        .flat_map(|u| &u.attempts)
+        .filter(|a| a.probe)
+        .count();
     assert_eq!(probes, 2);
     assert!(a.calls() > 7, "a is used again once closed");
 }
@@ -267,19 +348,40 @@ async fn review_budget_expiry_cancels_every_attempt_and_every_unit_has_a_status(
         assert_eq!(u.attempts.len(), 1);
         assert_eq!(u.attempts[0].record.outcome, Outcome::Cancelled);
     }
-    assert!(tl.lock().unwrap().iter().any(|(t, e)| matches!(e, Event::BudgetExpired { in_flight: 4 }) && *t == S(60)));
+    assert!(
+        tl.lock()
+            .unwrap()
+            .iter()
+            .any(|(t, e)| matches!(e, Event::BudgetExpired { in_flight: 4 }) && *t == S(60))
+    );
 }
 
 #[tokio::test(start_paused = true)]
 async fn findings_received_before_expiry_are_kept() {
-    let a = Scripted::new("a", |n| if n < 2 { Step::Ok(S(5), 3) } else { Step::HangForever });
+    let a = Scripted::new("a", |n| {
+        if n < 2 {
+            Step::Ok(S(5), 3)
+        } else {
+            Step::HangForever
+        }
+    });
     let mut e = exec();
     e.review_budget = S(60);
     let (r, _) = run_with(vec![(a, 2)], e, units(4)).await;
-    let reviewed: Vec<_> = r.units.iter().filter(|u| u.status == UnitStatus::Reviewed).collect();
+    let reviewed: Vec<_> = r
+        .units
+        .iter()
+        .filter(|u| u.status == UnitStatus::Reviewed)
+        .collect();
     assert_eq!(reviewed.len(), 2);
     assert!(reviewed.iter().all(|u| u.findings.len() == 3));
-    assert_eq!(statuses(&r).iter().filter(|s| **s == UnitStatus::Cancelled).count(), 2);
+    assert_eq!(
+        statuses(&r)
+            .iter()
+            .filter(|s| **s == UnitStatus::Cancelled)
+            .count(),
+        2
+    );
 }
 
 #[tokio::test(start_paused = true)]
@@ -294,13 +396,22 @@ async fn optional_work_is_shed_first_when_the_budget_runs_low() {
     work[4].optional = true;
     let (r, _) = run_with(vec![(a, 1)], e, work).await;
     use UnitStatus::*;
-    assert_eq!(statuses(&r), [Reviewed, Reviewed, Reviewed, Reviewed, Skipped]);
+    assert_eq!(
+        statuses(&r),
+        [Reviewed, Reviewed, Reviewed, Reviewed, Skipped]
+    );
     assert!(r.units[4].reason.contains("shed"), "{}", r.units[4].reason);
 }
 
 #[tokio::test(start_paused = true)]
 async fn an_interrupt_cancels_in_flight_attempts_and_keeps_findings() {
-    let a = Scripted::new("a", |n| if n == 0 { Step::Ok(S(1), 1) } else { Step::HangForever });
+    let a = Scripted::new("a", |n| {
+        if n == 0 {
+            Step::Ok(S(1), 1)
+        } else {
+            Step::HangForever
+        }
+    });
     let token = CancellationToken::new();
     let t = token.clone();
     tokio::spawn(async move {

@@ -3,8 +3,9 @@
 mod support;
 
 mod chunking;
-mod engine_policy;
 mod config;
+mod engine_http;
+mod engine_policy;
 mod errors;
 mod invariant;
 mod provider;

@@ -8,7 +8,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::time::Instant;
-use warden::provider::{Attempt, AttemptFuture, AttemptRecord, AttemptRequest, Outcome, Provider, Stage};
+use warden::provider::{
+    Attempt, AttemptFuture, AttemptRecord, AttemptRequest, Outcome, Provider, Stage,
+};
 
 /// What one call does.
 #[derive(Debug, Clone, Copy)]
@@ -60,7 +62,10 @@ impl Scripted {
 
     async fn run(&self, req: &AttemptRequest) -> Attempt {
         let n = self.calls.fetch_add(1, Ordering::SeqCst);
-        self.log.lock().unwrap().push((n, Instant::now(), req.limits.total));
+        self.log
+            .lock()
+            .unwrap()
+            .push((n, Instant::now(), req.limits.total));
         let now = self.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
         self.peak.fetch_max(now, Ordering::SeqCst);
         struct Guard<'a>(&'a AtomicUsize);
@@ -113,7 +118,10 @@ impl Scripted {
             record.outcome = Outcome::Timeout;
             record.stage = Some(Stage::Total);
             record.reason = "deadline".into();
-            return Attempt { record, extracted: None };
+            return Attempt {
+                record,
+                extracted: None,
+            };
         }
         match step {
             Step::Ok(_, k) => {
@@ -121,20 +129,30 @@ impl Scripted {
                     "severity": "high", "confidence": "high", "title": format!("f{i}"), "line": req.lines.0
                 })).collect::<Vec<_>>()})
                 .to_string();
-                let extracted = warden::findings::extract(&answer, req.lines.0, req.lines.1).unwrap();
+                let extracted =
+                    warden::findings::extract(&answer, req.lines.0, req.lines.1).unwrap();
                 record.reason = "ok".into();
-                Attempt { record, extracted: Some(extracted) }
+                Attempt {
+                    record,
+                    extracted: Some(extracted),
+                }
             }
             Step::Fail(_, o) => {
                 record.outcome = o;
                 record.reason = format!("scripted {o}");
-                Attempt { record, extracted: None }
+                Attempt {
+                    record,
+                    extracted: None,
+                }
             }
             Step::RateLimited(_, ra) => {
                 record.outcome = Outcome::RateLimited;
                 record.retry_after = Some(ra);
                 record.reason = "scripted 429".into();
-                Attempt { record, extracted: None }
+                Attempt {
+                    record,
+                    extracted: None,
+                }
             }
             Step::Hang | Step::HangForever => unreachable!(),
         }
