@@ -220,10 +220,11 @@ impl Breaker {
         if !was_open && is_open {
             self.opened_at = Some(now);
         }
-        if was_open && !is_open {
-            if let Some(t) = self.opened_at.take() {
-                self.time_open += now - t;
-            }
+        if was_open
+            && !is_open
+            && let Some(t) = self.opened_at.take()
+        {
+            self.time_open += now - t;
         }
         if to == BreakerState::Open || to == BreakerState::ForcedOpen {
             self.opens += 1;

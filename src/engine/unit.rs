@@ -61,14 +61,14 @@ pub(super) async fn run(sh: &Shared, work: &UnitWork) -> UnitResult {
             .min(hunk_remaining)
             .min(review_remaining);
         let number = r.attempts.len() as u32 + 1;
-        if let Some(prev) = r.routes_tried.last() {
-            if *prev != route.name {
-                r.moves.push(Move {
-                    from: prev.clone(),
-                    to: route.name.clone(),
-                    reason: last.as_ref().map(|l| l.reason.clone()).unwrap_or_default(),
-                });
-            }
+        if let Some(prev) = r.routes_tried.last()
+            && *prev != route.name
+        {
+            r.moves.push(Move {
+                from: prev.clone(),
+                to: route.name.clone(),
+                reason: last.as_ref().map(|l| l.reason.clone()).unwrap_or_default(),
+            });
         }
         r.routes_tried.push(route.name.clone());
         sh.sink.emit(Event::AttemptStarted {
