@@ -80,11 +80,9 @@ pub(crate) fn warn(ui: &Ui, settings: &Settings) {
 }
 
 /// Everything a run needs before any model is called.
-#[allow(dead_code)] // catalog and active are read by the review command (next)
 pub(crate) struct Prepared {
     pub settings: Settings,
     pub plan: Plan,
-    pub catalog: skills::Catalog,
     pub active: Vec<skills::ActiveSkill>,
 }
 
@@ -123,7 +121,6 @@ pub(crate) fn prepare(sel: &Selection) -> Result<Prepared> {
         return Ok(Prepared {
             settings,
             plan,
-            catalog,
             active,
         });
     }
@@ -137,7 +134,6 @@ pub(crate) fn prepare(sel: &Selection) -> Result<Prepared> {
     Ok(Prepared {
         settings,
         plan,
-        catalog,
         active,
     })
 }

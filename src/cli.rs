@@ -100,6 +100,11 @@ pub struct ReviewArgs {
     /// Review budget for the whole run, e.g. 15m, 90s.
     #[arg(long, value_name = "DUR")]
     pub budget: Option<String>,
+    /// Use the built-in simulator instead of the configured routes: a `slow-tail` (or
+    /// PROFILE) primary and a `healthy` fallback, played 60x faster, with the budgets
+    /// scaled to match. No key, no network.
+    #[arg(long, value_name = "PROFILE", num_args = 0..=1, require_equals = true, default_missing_value = "slow-tail")]
+    pub sim: Option<String>,
     #[command(flatten)]
     pub ui: Ui,
 }

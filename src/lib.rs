@@ -16,17 +16,12 @@ mod init;
 pub mod plan;
 pub mod prompt;
 pub mod provider;
+pub mod report;
+mod review;
 pub mod scan;
 pub mod severity;
 pub mod skills;
 
 pub use error::{Error, Result};
 
-/// `warden review` needs the provider clients and the engine, which are not built yet;
-/// say so plainly instead of pretending to review.
-pub(crate) fn review_cmd(args: &cli::ReviewArgs) -> Result<i32> {
-    let _ = args;
-    Err(Error::Usage(
-        "`warden review` is not available in this build yet (no provider engine); run `warden plan` to see what would be reviewed".into(),
-    ))
-}
+pub(crate) use review::review_cmd;

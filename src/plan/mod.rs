@@ -78,6 +78,37 @@ pub struct Totals {
     pub prompt_chars: usize,
 }
 
+/// Other changed files named in a file's prompts, for orientation (at most `cap`).
+fn context_files(files: &[PlannedFile], fi: usize, cap: usize) -> Vec<String> {
+    files
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| *i != fi)
+        .take(cap)
+        .map(|(_, f)| f.path.to_string())
+        .collect()
+}
+
+impl Plan {
+    /// The prompt of one unit, exactly as `build` sized it.
+    pub fn prompt(
+        &self,
+        unit: &Unit,
+        skill: &crate::skills::Skill,
+        max_context_files: usize,
+    ) -> prompt::Prompt {
+        let file = &self.files[unit.file];
+        let others = context_files(&self.files, unit.file, max_context_files);
+        let facts = FileFacts {
+            path: &file.path,
+            old_path: file.old_path.as_ref(),
+            status: file.status,
+            other_files: &others,
+        };
+        prompt::build(skill, &facts, &file.chunks[unit.chunk])
+    }
+}
+
 /// Builds the plan for `diff`.
 pub fn build(
     diff: &DiffSet,
@@ -118,19 +149,9 @@ pub fn build(
     }
 
     let cap = settings.chunking.max_context_files;
-    let listed: Vec<String> = files
-        .iter()
-        .take(cap + 1)
-        .map(|f| f.path.to_string())
-        .collect();
     let mut units = Vec::new();
     for (fi, file) in files.iter().enumerate() {
-        let others: Vec<String> = listed
-            .iter()
-            .filter(|p| **p != file.path.display())
-            .take(cap)
-            .cloned()
-            .collect();
+        let others = context_files(&files, fi, cap);
         let facts = FileFacts {
             path: &file.path,
             old_path: file.old_path.as_ref(),

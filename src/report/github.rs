@@ -1,0 +1,89 @@
+//! GitHub Actions workflow commands: one `::error`/`::warning`/`::notice` line per finding,
+//! and one per unit that was not reviewed, escaped as the runner expects.
+
+use super::Report;
+use crate::severity::Severity;
+use std::fmt::Write;
+
+/// Escapes a command's message (data).
+pub fn escape_data(s: &str) -> String {
+    s.replace('%', "%25")
+        .replace('\r', "%0D")
+        .replace('\n', "%0A")
+}
+
+/// Escapes a command's property value (also `:` and `,`).
+pub fn escape_property(s: &str) -> String {
+    escape_data(s).replace(':', "%3A").replace(',', "%2C")
+}
+
+fn command(s: Severity) -> &'static str {
+    match s {
+        Severity::Critical | Severity::High => "error",
+        Severity::Medium => "warning",
+        Severity::Low | Severity::Info => "notice",
+    }
+}
+
+pub fn render(r: &Report) -> String {
+    let mut out = String::new();
+    for f in &r.findings {
+        let mut msg = f.description.clone();
+        if let Some(s) = &f.suggestion {
+            msg = format!("{msg}\nSuggestion: {s}");
+        }
+        let _ = writeln!(
+            out,
+            "::{} file={},line={},endLine={},title={}::{}",
+            command(f.severity),
+            escape_property(&f.path),
+            f.start_line,
+            f.end_line.max(f.start_line),
+            escape_property(&format!("[{}] {} ({})", f.severity, f.title, f.skill)),
+            escape_data(&msg)
+        );
+    }
+    for u in r.not_reviewed() {
+        let _ = writeln!(
+            out,
+            "::warning file={},line={},endLine={},title={}::{}",
+            escape_property(&u.path),
+            u.start_line.max(1),
+            u.end_line.max(u.start_line).max(1),
+            escape_property(&format!(
+                "NOT reviewed ({}) by {}",
+                u.status.as_str(),
+                u.skill
+            )),
+            escape_data(&u.reason)
+        );
+    }
+    let s = &r.summary;
+    let _ = writeln!(
+        out,
+        "::notice title=warden::{}",
+        escape_data(&format!(
+            "review {}: {} of {} units reviewed, {} findings",
+            match r.outcome {
+                super::ReviewOutcome::Complete => "complete",
+                super::ReviewOutcome::Partial => "PARTIAL",
+                super::ReviewOutcome::Unavailable => "UNAVAILABLE",
+            },
+            s.reviewed,
+            s.units,
+            s.findings
+        ))
+    );
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escaping_follows_the_runner_rules() {
+        assert_eq!(escape_data("50% done\r\nnext"), "50%25 done%0D%0Anext");
+        assert_eq!(escape_property("a:b,c%"), "a%3Ab%2Cc%25");
+    }
+}

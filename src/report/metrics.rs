@@ -1,0 +1,169 @@
+//! Per-route figures for every report: calls and outcomes, retries and failovers, and
+//! p50/p95/max of attempt duration and time to first token (hdrhistogram).
+
+use super::UnitReport;
+use crate::engine::{BreakerState, EngineReport, UnitStatus};
+use hdrhistogram::Histogram;
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct TimeoutsByStage {
+    pub connect: usize,
+    pub first_token: usize,
+    pub idle: usize,
+    pub total: usize,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct BreakerReport {
+    pub state: BreakerState,
+    pub opens: u32,
+    pub time_open_ms: u64,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct RouteMetrics {
+    /// Attempts sent to this route (cancelled ones included).
+    pub calls: usize,
+    pub ok: usize,
+    pub timeouts: usize,
+    pub timeouts_by_stage: TimeoutsByStage,
+    pub unavailable: usize,
+    pub rate_limited: usize,
+    /// auth, invalid_model, quota, bad_request, bad_response.
+    pub failed: usize,
+    pub cancelled: usize,
+    /// Attempts that repeated this route for the same unit.
+    pub retries: usize,
+    /// Units that moved away from / to this route after a failure.
+    pub failovers_from: usize,
+    pub failovers_to: usize,
+    pub p50_ms: Option<u64>,
+    pub p95_ms: Option<u64>,
+    pub max_ms: Option<u64>,
+    pub ttft_p50_ms: Option<u64>,
+    pub ttft_p95_ms: Option<u64>,
+    /// Units that tried this route and ended without a review.
+    pub units_not_reviewed: usize,
+    pub peak_in_flight: usize,
+    pub max_concurrency: usize,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub cost: Option<f64>,
+    pub breaker: BreakerReport,
+}
+
+fn percentiles(values: &[u64]) -> (Option<u64>, Option<u64>, Option<u64>) {
+    if values.is_empty() {
+        return (None, None, None);
+    }
+    let mut h = Histogram::<u64>::new(3).expect("3 significant figures is valid");
+    for v in values {
+        h.record(*v)
+            .expect("auto-resizing histogram records any value");
+    }
+    (
+        Some(h.value_at_quantile(0.5)),
+        Some(h.value_at_quantile(0.95)),
+        Some(h.max()),
+    )
+}
+
+pub(super) fn route_metrics(
+    engine: &EngineReport,
+    units: &[UnitReport],
+) -> BTreeMap<String, RouteMetrics> {
+    let mut out = BTreeMap::new();
+    for name in &engine.route_order {
+        let summary = &engine.routes[name];
+        let attempts: Vec<_> = units
+            .iter()
+            .flat_map(|u| &u.attempts)
+            .filter(|a| &a.route == name)
+            .collect();
+        let count = |o: &str| attempts.iter().filter(|a| a.outcome == o).count();
+        let stage = |s: &str| {
+            attempts
+                .iter()
+                .filter(|a| a.outcome == "timeout" && a.stage.as_deref() == Some(s))
+                .count()
+        };
+        let durations: Vec<u64> = attempts
+            .iter()
+            .filter(|a| a.outcome != "cancelled")
+            .map(|a| a.duration_ms)
+            .collect();
+        let ttfts: Vec<u64> = attempts.iter().filter_map(|a| a.ttft_ms).collect();
+        let (p50, p95, max) = percentiles(&durations);
+        let (t50, t95, _) = percentiles(&ttfts);
+        let mut retries = 0;
+        let mut from = 0;
+        let mut to = 0;
+        for u in units {
+            for w in u.routes_tried.windows(2) {
+                if w[0] == w[1] && w[0] == *name {
+                    retries += 1;
+                } else if w[0] == *name {
+                    from += 1;
+                } else if w[1] == *name {
+                    to += 1;
+                }
+            }
+        }
+        let costs: Vec<f64> = attempts.iter().filter_map(|a| a.cost).collect();
+        out.insert(
+            name.clone(),
+            RouteMetrics {
+                calls: attempts.len(),
+                ok: count("ok"),
+                timeouts: count("timeout"),
+                timeouts_by_stage: TimeoutsByStage {
+                    connect: stage("connect"),
+                    first_token: stage("first_token"),
+                    idle: stage("idle"),
+                    total: stage("total"),
+                },
+                unavailable: count("unavailable"),
+                rate_limited: count("rate_limited"),
+                failed: [
+                    "auth",
+                    "invalid_model",
+                    "quota",
+                    "bad_request",
+                    "bad_response",
+                ]
+                .iter()
+                .map(|o| count(o))
+                .sum(),
+                cancelled: count("cancelled"),
+                retries,
+                failovers_from: from,
+                failovers_to: to,
+                p50_ms: p50,
+                p95_ms: p95,
+                max_ms: max,
+                ttft_p50_ms: t50,
+                ttft_p95_ms: t95,
+                units_not_reviewed: units
+                    .iter()
+                    .filter(|u| u.status != UnitStatus::Reviewed && u.routes_tried.contains(name))
+                    .count(),
+                peak_in_flight: summary.peak_in_flight,
+                max_concurrency: summary.max_concurrency,
+                input_tokens: attempts.iter().filter_map(|a| a.input_tokens).sum(),
+                output_tokens: attempts.iter().filter_map(|a| a.output_tokens).sum(),
+                cost: (!costs.is_empty()).then(|| costs.iter().sum()),
+                breaker: BreakerReport {
+                    state: summary.breaker,
+                    opens: summary.opens,
+                    time_open_ms: summary.time_open.as_millis() as u64,
+                },
+            },
+        );
+    }
+    out
+}

@@ -1,0 +1,224 @@
+//! Progress on stderr, fed by engine events: indicatif bars when stderr is a terminal,
+//! plain timestamped lines at most every few seconds otherwise (CI logs), nothing with -q.
+//! With -v, retries, failovers, breaker changes and units that were not reviewed are
+//! printed as they happen.
+
+use crate::engine::{BreakerState, Event, Sink, UnitStatus};
+use console::style;
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    Quiet,
+    Plain,
+    Bars,
+}
+
+/// Plain lines are printed at most this often.
+const PLAIN_EVERY: Duration = Duration::from_secs(5);
+
+struct State {
+    start: Instant,
+    budget: Duration,
+    total: usize,
+    done: BTreeMap<UnitStatus, usize>,
+    routes: Vec<(String, usize)>,
+    in_flight: BTreeMap<String, usize>,
+    breakers: BTreeMap<String, BreakerState>,
+    last_line: Option<Instant>,
+}
+
+impl State {
+    fn done(&self) -> usize {
+        self.done.values().sum()
+    }
+
+    fn line(&self) -> String {
+        let elapsed = self.start.elapsed();
+        let reviewed = self.done.get(&UnitStatus::Reviewed).copied().unwrap_or(0);
+        let not = self.done() - reviewed;
+        let routes: Vec<String> = self
+            .routes
+            .iter()
+            .map(|(name, cap)| {
+                let b = self
+                    .breakers
+                    .get(name)
+                    .copied()
+                    .unwrap_or(BreakerState::Closed);
+                format!(
+                    "{name} {}/{cap} {}",
+                    self.in_flight.get(name).copied().unwrap_or(0),
+                    b.as_str()
+                )
+            })
+            .collect();
+        let left = self.budget.saturating_sub(elapsed);
+        format!(
+            "{}/{} units done ({reviewed} reviewed, {not} not) · {} · budget left {}",
+            self.done(),
+            self.total,
+            routes.join(" · "),
+            humantime::format_duration(Duration::from_secs(left.as_secs()))
+        )
+    }
+}
+
+pub struct Progress {
+    mode: Mode,
+    verbose: bool,
+    state: Arc<Mutex<State>>,
+    bar: Option<indicatif::ProgressBar>,
+}
+
+impl Progress {
+    pub fn new(
+        mode: Mode,
+        verbose: bool,
+        total: usize,
+        routes: Vec<(String, usize)>,
+        budget: Duration,
+    ) -> Self {
+        let bar = (mode == Mode::Bars).then(|| {
+            let b = indicatif::ProgressBar::new(total as u64);
+            b.set_style(
+                indicatif::ProgressStyle::with_template(
+                    "{spinner} [{elapsed_precise}] {bar:30.cyan/blue} {pos}/{len} units  {msg}",
+                )
+                .expect("valid template")
+                .progress_chars("=> "),
+            );
+            b.enable_steady_tick(Duration::from_millis(120));
+            b
+        });
+        Progress {
+            mode,
+            verbose,
+            state: Arc::new(Mutex::new(State {
+                start: Instant::now(),
+                budget,
+                total,
+                done: BTreeMap::new(),
+                routes,
+                in_flight: BTreeMap::new(),
+                breakers: BTreeMap::new(),
+                last_line: None,
+            })),
+            bar,
+        }
+    }
+
+    fn say(&self, text: String) {
+        match &self.bar {
+            Some(b) => b.println(text),
+            None => {
+                let elapsed = self.state.lock().expect("progress").start.elapsed();
+                eprintln!("[{:>7.1}s] {text}", elapsed.as_secs_f64());
+            }
+        }
+    }
+
+    fn on_event(&self, e: &Event) {
+        if self.mode == Mode::Quiet {
+            return;
+        }
+        let note = {
+            let mut st = self.state.lock().expect("progress");
+            match e {
+                Event::AttemptStarted { route, .. } => {
+                    *st.in_flight.entry(route.clone()).or_default() += 1;
+                    None
+                }
+                Event::AttemptFinished { record, .. } => {
+                    if let Some(n) = st.in_flight.get_mut(&record.route) {
+                        *n = n.saturating_sub(1);
+                    }
+                    None
+                }
+                Event::UnitFinished {
+                    status,
+                    reason,
+                    unit,
+                    ..
+                } => {
+                    *st.done.entry(*status).or_default() += 1;
+                    (*status != UnitStatus::Reviewed)
+                        .then(|| format!("unit {unit} {}: {reason}", status.as_str()))
+                }
+                Event::Breaker {
+                    route, to, reason, ..
+                } => {
+                    st.breakers.insert(route.clone(), *to);
+                    Some(format!("breaker {route} -> {}: {reason}", to.as_str()))
+                }
+                Event::Failover {
+                    unit,
+                    from,
+                    to,
+                    reason,
+                } => Some(format!(
+                    "unit {unit} fails over {from} -> {to} after {reason}"
+                )),
+                Event::Retry {
+                    unit,
+                    route,
+                    reason,
+                    wait,
+                } => Some(format!(
+                    "unit {unit} retries {route} in {wait:?} after {reason}"
+                )),
+                Event::BudgetExpired { in_flight } => Some(format!(
+                    "review budget ran out: cancelling {in_flight} attempts in flight"
+                )),
+                _ => None,
+            }
+        };
+        let important = matches!(e, Event::Breaker { .. } | Event::BudgetExpired { .. });
+        if let Some(n) = note {
+            if self.verbose || important {
+                self.say(style(n).dim().for_stderr().to_string());
+            }
+        }
+        self.refresh(false);
+    }
+
+    /// Redraws the bar, or prints a plain line if enough time has passed (or `force`).
+    pub fn refresh(&self, force: bool) {
+        let mut st = self.state.lock().expect("progress");
+        match (&self.bar, self.mode) {
+            (Some(b), _) => {
+                b.set_position(st.done() as u64);
+                b.set_message(st.line());
+            }
+            (None, Mode::Plain) => {
+                let due = st.last_line.is_none_or(|t| t.elapsed() >= PLAIN_EVERY);
+                if due || force {
+                    st.last_line = Some(Instant::now());
+                    let line = st.line();
+                    let elapsed = st.start.elapsed();
+                    drop(st);
+                    eprintln!("[{:>7.1}s] {line}", elapsed.as_secs_f64());
+                }
+            }
+            _ => {}
+        }
+    }
+
+    pub fn sink(self: &Arc<Self>) -> Sink {
+        let me = self.clone();
+        Sink::new(move |e| me.on_event(&e))
+    }
+
+    pub fn finish(&self) {
+        match &self.bar {
+            Some(b) => b.finish_and_clear(),
+            None => {
+                if self.mode == Mode::Plain {
+                    self.refresh(true);
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,199 @@
+//! The report for people: findings grouped by file and, whenever the review is not
+//! complete, a banner that cannot be missed saying what was NOT reviewed.
+
+use super::{Report, ReviewOutcome};
+use crate::engine::UnitStatus;
+use crate::severity::Severity;
+use console::style;
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+/// How many not-reviewed units are listed by location before "and N more".
+const LIST_LIMIT: usize = 20;
+
+fn severity_label(s: Severity) -> String {
+    let label = format!("{:<8}", s.as_str().to_uppercase());
+    match s {
+        Severity::Critical | Severity::High => style(label).red().bold().to_string(),
+        Severity::Medium => style(label).yellow().to_string(),
+        Severity::Low => style(label).cyan().to_string(),
+        Severity::Info => style(label).dim().to_string(),
+    }
+}
+
+pub fn render(r: &Report) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "{} {}", style("warden review:").bold(), r.target);
+    let _ = writeln!(out);
+
+    if r.findings.is_empty() {
+        if r.outcome == ReviewOutcome::Complete {
+            let _ = writeln!(
+                out,
+                "No findings in the {} reviewed units.",
+                r.summary.reviewed
+            );
+        } else {
+            let _ = writeln!(
+                out,
+                "No findings in the {} units that were reviewed; {} units were NOT reviewed (see below).",
+                r.summary.reviewed,
+                r.summary.units - r.summary.reviewed
+            );
+        }
+    } else {
+        let mut by_file: BTreeMap<&str, Vec<&super::Finding>> = BTreeMap::new();
+        for f in &r.findings {
+            by_file.entry(f.path.as_str()).or_default().push(f);
+        }
+        for (path, mut list) in by_file {
+            list.sort_by_key(|f| (f.start_line, std::cmp::Reverse(f.severity)));
+            let _ = writeln!(out, "{}", style(path).cyan().bold());
+            for f in list {
+                let lines = if f.end_line > f.start_line {
+                    format!("{}-{}", f.start_line, f.end_line)
+                } else {
+                    f.start_line.to_string()
+                };
+                let _ = writeln!(
+                    out,
+                    "  {:>7}  {} {}  {}",
+                    lines,
+                    severity_label(f.severity),
+                    style(&f.title).bold(),
+                    style(format!("[{}, {} confidence]", f.skill, f.confidence)).dim()
+                );
+                if !f.description.is_empty() {
+                    let _ = writeln!(out, "           {}", f.description);
+                }
+                if let Some(s) = &f.suggestion {
+                    let _ = writeln!(out, "           suggestion: {s}");
+                }
+            }
+            let _ = writeln!(out);
+        }
+    }
+
+    let missing: Vec<_> = r.not_reviewed().collect();
+    if !missing.is_empty() {
+        let pct = missing.len() * 100 / r.summary.units.max(1);
+        let head = format!(
+            " NOT REVIEWED: {} of {} units ({pct}%). This is not a clean review of those lines. ",
+            missing.len(),
+            r.summary.units
+        );
+        let bar = "!".repeat(head.chars().count());
+        let _ = writeln!(out, "{}", style(&bar).red().bold());
+        let _ = writeln!(out, "{}", style(&head).red().bold().reverse());
+        let _ = writeln!(out, "{}", style(&bar).red().bold());
+        let mut counts: BTreeMap<UnitStatus, usize> = BTreeMap::new();
+        for u in &missing {
+            *counts.entry(u.status).or_default() += 1;
+        }
+        let by_status: Vec<String> = counts
+            .iter()
+            .map(|(s, n)| format!("{n} {}", s.as_str()))
+            .collect();
+        let _ = writeln!(out, "  by status: {}", by_status.join(", "));
+        for u in missing.iter().take(LIST_LIMIT) {
+            let _ = writeln!(
+                out,
+                "  {}:{}-{} ({}) {}: {}",
+                u.path,
+                u.start_line,
+                u.end_line,
+                u.skill,
+                style(u.status.as_str()).yellow(),
+                u.reason
+            );
+        }
+        if missing.len() > LIST_LIMIT {
+            let _ = writeln!(
+                out,
+                "  ... and {} more (every unit is listed in --format json)",
+                missing.len() - LIST_LIMIT
+            );
+        }
+        let _ = writeln!(out);
+    }
+
+    if !r.route_order.is_empty() {
+        let _ = writeln!(out, "{}", style("Routes").bold());
+        let _ = writeln!(
+            out,
+            "  {:<16} {:>5} {:>5} {:>8} {:>11} {:>9} {:>9} {:>8} {:>8} {:>8} {:>9}  breaker",
+            "route",
+            "calls",
+            "ok",
+            "timeouts",
+            "unavailable",
+            "rate-ltd",
+            "failover",
+            "p50",
+            "p95",
+            "max",
+            "ttft p95"
+        );
+        let ms = |v: Option<u64>| {
+            v.map(|v| format!("{:.1}s", v as f64 / 1000.0))
+                .unwrap_or_else(|| "-".into())
+        };
+        for name in &r.route_order {
+            let m = &r.routes[name];
+            let _ = writeln!(
+                out,
+                "  {:<16} {:>5} {:>5} {:>8} {:>11} {:>9} {:>9} {:>8} {:>8} {:>8} {:>9}  {}{}",
+                name,
+                m.calls,
+                m.ok,
+                m.timeouts,
+                m.unavailable,
+                m.rate_limited,
+                m.failovers_from,
+                ms(m.p50_ms),
+                ms(m.p95_ms),
+                ms(m.max_ms),
+                ms(m.ttft_p95_ms),
+                m.breaker.state.as_str(),
+                if m.breaker.opens > 0 {
+                    format!(" (opened {}x)", m.breaker.opens)
+                } else {
+                    String::new()
+                }
+            );
+        }
+        let _ = writeln!(out);
+    }
+
+    if !r.skipped_files.is_empty() {
+        let _ = writeln!(
+            out,
+            "{} files skipped before review (see `warden plan` for reasons)",
+            r.skipped_files.len()
+        );
+    }
+    let s = &r.summary;
+    let outcome = match r.outcome {
+        ReviewOutcome::Complete => style("complete").green().bold(),
+        ReviewOutcome::Partial => style("PARTIAL").yellow().bold(),
+        ReviewOutcome::Unavailable => style("UNAVAILABLE").red().bold(),
+    };
+    let _ = writeln!(
+        out,
+        "Review {outcome}: {} of {} units reviewed, {} finding{} in {:.1}s (budget {:.0}s){}",
+        s.reviewed,
+        s.units,
+        s.findings,
+        if s.findings == 1 { "" } else { "s" },
+        r.duration_ms as f64 / 1000.0,
+        r.budget_ms as f64 / 1000.0,
+        if r.interrupted {
+            "; interrupted"
+        } else if r.budget_expired {
+            "; budget ran out"
+        } else {
+            ""
+        }
+    );
+    out
+}

@@ -1,0 +1,268 @@
+//! `warden review`: plan → engine → report, with signals, progress and exit codes.
+
+use crate::app::{self, emit, setup_color, warn};
+use crate::cli::{ReviewArgs, ReviewFormat};
+use crate::config::{ProviderKind, Route, Settings, SimOptions};
+use crate::engine::{Engine, EngineRoute, UnitWork};
+use crate::error::{Error, Result};
+use crate::report::progress::{Mode, Progress};
+use crate::report::{self, github, sarif, summary_md, text};
+use crate::severity::{Confidence, FailOn, Severity};
+use std::io::IsTerminal;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+
+/// The `--sim` time scale: one simulated minute per second.
+const SIM_SCALE: u32 = 60;
+
+const NO_ROUTES: &str = "no model routes are configured (no [[routes]] in warden.toml and no defaults.model)
+  - to review with a real model: add [[routes]] to warden.toml (`warden init` writes a starter, warden.toml.example shows a primary + fallback setup) and export the API key variable each route names in apiKeyEnv
+  - to see what warden does with no key and no network: `warden review --sim` runs the built-in simulator
+  - to see what would be reviewed, without calling any model: `warden plan`";
+
+fn flag<T: std::str::FromStr<Err = String>>(v: &Option<String>, name: &str) -> Result<Option<T>> {
+    v.as_deref()
+        .map(|s| {
+            s.parse::<T>()
+                .map_err(|e| Error::Usage(format!("{name}: {e}")))
+        })
+        .transpose()
+}
+
+/// Routes and budgets of the embedded simulator setup.
+fn use_sim(settings: &mut Settings, profile: &str) -> Result<()> {
+    if crate::provider::sim::Profile::named(profile).is_none() {
+        return Err(Error::Usage(format!(
+            "--sim={profile}: unknown profile: expected healthy, slow-tail, outage, flaky or rate-limited"
+        )));
+    }
+    let route = |name: &str, profile: &str, seed: u64| Route {
+        name: name.into(),
+        provider: ProviderKind::Sim,
+        model: format!("sim-{profile}"),
+        api_key_env: None,
+        max_concurrency: 4,
+        stream: true,
+        base_url: None,
+        max_tokens: 4096,
+        sim: SimOptions {
+            profile: profile.into(),
+            time_scale: f64::from(SIM_SCALE),
+            seed,
+        },
+    };
+    settings.routes = vec![
+        route("sim-primary", profile, 1),
+        route("sim-fallback", "healthy", 2),
+    ];
+    let e = &mut settings.execution;
+    for d in [
+        &mut e.review_budget,
+        &mut e.hunk_budget,
+        &mut e.request_timeout,
+        &mut e.connect_timeout,
+        &mut e.first_token_timeout,
+        &mut e.idle_timeout,
+        &mut e.breaker.window,
+        &mut e.breaker.open_for,
+    ] {
+        *d /= SIM_SCALE;
+    }
+    Ok(())
+}
+
+pub(crate) fn review_cmd(args: &ReviewArgs) -> Result<i32> {
+    setup_color(&args.ui, args.output.is_some());
+    let format = match (args.json, args.format) {
+        (true, _) => ReviewFormat::Json,
+        (false, Some(f)) => f,
+        (false, None) => ReviewFormat::Text,
+    };
+    let fail_on: Option<FailOn> = flag(&args.fail_on, "--fail-on")?;
+    let report_on: Option<Severity> = flag(&args.report_on, "--report-on")?;
+    let min_confidence: Option<Confidence> = flag(&args.min_confidence, "--min-confidence")?;
+    let budget = args
+        .budget
+        .as_deref()
+        .map(|b| {
+            humantime::parse_duration(b)
+                .ok()
+                .filter(|d| !d.is_zero())
+                .ok_or_else(|| {
+                    Error::Usage(format!(
+                        "--budget {b}: expected a duration such as 15m, 90s or 500ms"
+                    ))
+                })
+        })
+        .transpose()?;
+
+    let mut prepared = app::prepare(&args.selection)?;
+    let settings = &mut prepared.settings;
+    if let Some(p) = &args.sim {
+        use_sim(settings, p)?;
+    }
+    if let Some(f) = fail_on {
+        settings.fail_on = f;
+    }
+    if let Some(r) = report_on {
+        settings.report_on = r;
+    }
+    if let Some(c) = min_confidence {
+        settings.min_confidence = c;
+    }
+    if let Some(b) = budget {
+        settings.execution.review_budget = b;
+    }
+    warn(&args.ui, settings);
+    if settings.routes.is_empty() {
+        return Err(Error::Usage(NO_ROUTES.into()));
+    }
+    let providers = crate::provider::build_all(settings)?;
+    let settings = &prepared.settings;
+    let plan = &prepared.plan;
+
+    let cap = settings.chunking.max_context_files;
+    let units: Vec<UnitWork> = plan
+        .units
+        .iter()
+        .map(|u| {
+            let skill = &prepared
+                .active
+                .iter()
+                .find(|a| a.skill.name == u.skill)
+                .expect("planned units use active skills")
+                .skill;
+            UnitWork {
+                index: u.index,
+                prompt: plan.prompt(u, skill, cap),
+                lines: (u.start_line, u.end_line),
+                optional: u.optional,
+            }
+        })
+        .collect();
+
+    let mode = if args.ui.quiet {
+        Mode::Quiet
+    } else if std::io::stderr().is_terminal() {
+        Mode::Bars
+    } else {
+        Mode::Plain
+    };
+    let routes: Vec<(String, usize)> = settings
+        .routes
+        .iter()
+        .map(|r| (r.name.clone(), r.max_concurrency))
+        .collect();
+    let progress = Arc::new(Progress::new(
+        mode,
+        args.ui.verbose,
+        units.len(),
+        routes,
+        settings.execution.review_budget,
+    ));
+    let engine = Engine::new(
+        providers
+            .into_iter()
+            .zip(&settings.routes)
+            .map(|(provider, r)| EngineRoute {
+                provider,
+                max_concurrency: r.max_concurrency,
+            })
+            .collect(),
+        settings.execution,
+        progress.sink(),
+    );
+
+    let signal_code = Arc::new(AtomicI32::new(0));
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| Error::io("<tokio runtime>", e))?;
+    let engine_report = runtime.block_on(async {
+        let token = CancellationToken::new();
+        spawn_signal_handler(token.clone(), signal_code.clone());
+        let ticker = {
+            let p = progress.clone();
+            tokio::spawn(async move {
+                loop {
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                    p.refresh(false);
+                }
+            })
+        };
+        let r = engine.run(units, token).await;
+        ticker.abort();
+        r
+    });
+    progress.finish();
+
+    let report = report::build(plan, &engine_report, settings, &prepared.active);
+    let text = match format {
+        ReviewFormat::Text => text::render(&report),
+        ReviewFormat::Json => {
+            let mut s = serde_json::to_string_pretty(&report).expect("report serializes");
+            s.push('\n');
+            s
+        }
+        ReviewFormat::Sarif => sarif::render(&report),
+        ReviewFormat::Github => github::render(&report),
+    };
+    emit(args.output.as_deref(), &text)?;
+    if format == ReviewFormat::Github {
+        if let Some(path) = std::env::var_os("GITHUB_STEP_SUMMARY").filter(|p| !p.is_empty()) {
+            use std::io::Write;
+            let path = std::path::PathBuf::from(path);
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&path)
+                .and_then(|mut f| f.write_all(summary_md::render(&report).as_bytes()))
+                .map_err(|e| Error::io(&path, e))?;
+        }
+    }
+    // Dropping the runtime would wait for the signal listener; it is not needed now.
+    runtime.shutdown_background();
+    let code = signal_code.load(Ordering::SeqCst);
+    Ok(if code != 0 {
+        code
+    } else {
+        report.exit_code(settings.fail_on)
+    })
+}
+
+/// First SIGINT/SIGTERM: cancel in-flight attempts so the report is written with what was
+/// received (exit 130/143). A second signal exits at once.
+fn spawn_signal_handler(token: CancellationToken, code: Arc<AtomicI32>) {
+    #[cfg(unix)]
+    tokio::spawn(async move {
+        use tokio::signal::unix::{SignalKind, signal};
+        let (Ok(mut int), Ok(mut term)) = (
+            signal(SignalKind::interrupt()),
+            signal(SignalKind::terminate()),
+        ) else {
+            return;
+        };
+        loop {
+            let c = tokio::select! {
+                _ = int.recv() => 130,
+                _ = term.recv() => 143,
+            };
+            if code.load(Ordering::SeqCst) != 0 {
+                std::process::exit(c);
+            }
+            code.store(c, Ordering::SeqCst);
+            eprintln!(
+                "warden: {} received; cancelling and writing the report (again to quit at once)",
+                if c == 130 { "SIGINT" } else { "SIGTERM" }
+            );
+            token.cancel();
+        }
+    });
+    #[cfg(not(unix))]
+    {
+        let _ = (token, code);
+    }
+}
