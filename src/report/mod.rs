@@ -9,7 +9,7 @@ pub mod sarif;
 pub mod summary_md;
 pub mod text;
 
-pub use metrics::RouteMetrics;
+pub use metrics::{BreakerReport, RouteMetrics, TimeoutsByStage};
 
 use crate::chunk::ChunkLineKind;
 use crate::config::Settings;

@@ -11,6 +11,28 @@ use std::fmt::Write;
 /// How many not-reviewed units are listed by location before "and N more".
 const LIST_LIMIT: usize = 20;
 
+/// Model output is data: control characters (escape sequences that could restyle or
+/// rewrite the terminal) are shown as U+FFFD, never sent raw.
+fn clean(s: &str) -> String {
+    s.chars()
+        .map(|c| {
+            if c.is_control() && c != '\n' {
+                '\u{fffd}'
+            } else {
+                c
+            }
+        })
+        .collect()
+}
+
+/// Writes `text` indented under a finding, one output line per input line.
+fn indented(out: &mut String, prefix: &str, text: &str) {
+    for (i, line) in clean(text).lines().enumerate() {
+        let lead = if i == 0 { prefix } else { "" };
+        let _ = writeln!(out, "           {lead}{line}");
+    }
+}
+
 fn severity_label(s: Severity) -> String {
     let label = format!("{:<8}", s.as_str().to_uppercase());
     match s {
@@ -32,6 +54,12 @@ pub fn render(r: &Report) -> String {
                 out,
                 "No findings in the {} reviewed units.",
                 r.summary.reviewed
+            );
+        } else if r.summary.reviewed == 0 {
+            let _ = writeln!(
+                out,
+                "Nothing was reviewed: all {} units were NOT reviewed (see below).",
+                r.summary.units
             );
         } else {
             let _ = writeln!(
@@ -60,14 +88,12 @@ pub fn render(r: &Report) -> String {
                     "  {:>7}  {} {}  {}",
                     lines,
                     severity_label(f.severity),
-                    style(&f.title).bold(),
+                    style(clean(&f.title)).bold(),
                     style(format!("[{}, {} confidence]", f.skill, f.confidence)).dim()
                 );
-                if !f.description.is_empty() {
-                    let _ = writeln!(out, "           {}", f.description);
-                }
+                indented(&mut out, "", &f.description);
                 if let Some(s) = &f.suggestion {
-                    let _ = writeln!(out, "           suggestion: {s}");
+                    indented(&mut out, "suggestion: ", s);
                 }
             }
             let _ = writeln!(out);
@@ -104,7 +130,7 @@ pub fn render(r: &Report) -> String {
                 u.end_line,
                 u.skill,
                 style(u.status.as_str()).yellow(),
-                u.reason
+                clean(&u.reason)
             );
         }
         if missing.len() > LIST_LIMIT {

@@ -9,6 +9,8 @@ mod engine_policy;
 mod errors;
 mod invariant;
 mod provider;
+mod report_formats;
+mod review_e2e;
 mod scan_policy;
 mod selection;
 mod skills;
