@@ -211,17 +211,17 @@ pub(crate) fn review_cmd(args: &ReviewArgs) -> Result<i32> {
         ReviewFormat::Github => github::render(&report),
     };
     emit(args.output.as_deref(), &text)?;
-    if format == ReviewFormat::Github {
-        if let Some(path) = std::env::var_os("GITHUB_STEP_SUMMARY").filter(|p| !p.is_empty()) {
-            use std::io::Write;
-            let path = std::path::PathBuf::from(path);
-            std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(&path)
-                .and_then(|mut f| f.write_all(summary_md::render(&report).as_bytes()))
-                .map_err(|e| Error::io(&path, e))?;
-        }
+    if format == ReviewFormat::Github
+        && let Some(path) = std::env::var_os("GITHUB_STEP_SUMMARY").filter(|p| !p.is_empty())
+    {
+        use std::io::Write;
+        let path = std::path::PathBuf::from(path);
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .and_then(|mut f| f.write_all(summary_md::render(&report).as_bytes()))
+            .map_err(|e| Error::io(&path, e))?;
     }
     // Dropping the runtime would wait for the signal listener; it is not needed now.
     runtime.shutdown_background();

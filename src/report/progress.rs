@@ -176,10 +176,10 @@ impl Progress {
             }
         };
         let important = matches!(e, Event::Breaker { .. } | Event::BudgetExpired { .. });
-        if let Some(n) = note {
-            if self.verbose || important {
-                self.say(style(n).dim().for_stderr().to_string());
-            }
+        if let Some(n) = note
+            && (self.verbose || important)
+        {
+            self.say(style(n).dim().for_stderr().to_string());
         }
         self.refresh(false);
     }
