@@ -93,6 +93,7 @@ fn ours(seed: u64) -> Figures {
                 },
                 lines: (1, 10),
                 optional: false,
+                labels: Default::default(),
             })
             .collect();
         let r = Engine::new(routes, Execution::default(), Sink::none())

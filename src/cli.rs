@@ -105,6 +105,13 @@ pub struct ReviewArgs {
     /// scaled to match. No key, no network.
     #[arg(long, value_name = "PROFILE", num_args = 0..=1, require_equals = true, default_missing_value = "slow-tail")]
     pub sim: Option<String>,
+    /// Write a JSONL trace of every span and event (review, units, attempts) to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub trace: Option<PathBuf>,
+    /// Put prompts (diff content) on attempt spans in the trace and OTLP export. Off by
+    /// default: telemetry carries no repository content unless you opt in.
+    #[arg(long)]
+    pub trace_content: bool,
     #[command(flatten)]
     pub ui: Ui,
 }

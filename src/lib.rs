@@ -21,6 +21,7 @@ mod review;
 pub mod scan;
 pub mod severity;
 pub mod skills;
+pub mod telemetry;
 
 pub use error::{Error, Result};
 

@@ -3,16 +3,18 @@
 use crate::app::{self, emit, setup_color, warn};
 use crate::cli::{ReviewArgs, ReviewFormat};
 use crate::config::{ProviderKind, Route, Settings, SimOptions};
-use crate::engine::{Engine, EngineRoute, UnitWork};
+use crate::engine::{Engine, EngineRoute, UnitLabels, UnitWork};
 use crate::error::{Error, Result};
 use crate::report::progress::{Mode, Progress};
 use crate::report::{self, github, sarif, summary_md, text};
 use crate::severity::{Confidence, FailOn, Severity};
+use crate::telemetry::{Options as TelemetryOptions, Telemetry};
 use std::io::IsTerminal;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
 /// The `--sim` time scale: one simulated minute per second.
 const SIM_SCALE: u32 = 60;
@@ -139,6 +141,11 @@ pub(crate) fn review_cmd(args: &ReviewArgs) -> Result<i32> {
                 prompt: plan.prompt(u, skill, cap),
                 lines: (u.start_line, u.end_line),
                 optional: u.optional,
+                labels: UnitLabels {
+                    skill: u.skill.clone(),
+                    path: u.path.to_string(),
+                    priority: u.priority,
+                },
             }
         })
         .collect();
@@ -175,6 +182,20 @@ pub(crate) fn review_cmd(args: &ReviewArgs) -> Result<i32> {
         progress.sink(),
     );
 
+    let telemetry = Telemetry::init(&TelemetryOptions {
+        trace_file: args.trace.clone(),
+    })?;
+    let engine = engine.with_trace_content(args.trace_content);
+    let review_span = tracing::info_span!(
+        "warden.review",
+        warden.target = %plan.target,
+        warden.units = plan.units.len(),
+        warden.review_budget_ms = settings.execution.review_budget.as_millis() as u64,
+        warden.hunk_budget_ms = settings.execution.hunk_budget.as_millis() as u64,
+        warden.request_timeout_ms = settings.execution.request_timeout.as_millis() as u64,
+        warden.outcome = tracing::field::Empty,
+        warden.reviewed = tracing::field::Empty,
+    );
     let signal_code = Arc::new(AtomicI32::new(0));
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -193,13 +214,23 @@ pub(crate) fn review_cmd(args: &ReviewArgs) -> Result<i32> {
                 }
             })
         };
-        let r = engine.run(units, token).await;
+        let r = engine
+            .run(units, token)
+            .instrument(review_span.clone())
+            .await;
         ticker.abort();
         r
     });
     progress.finish();
 
     let report = report::build(plan, &engine_report, settings, &prepared.active);
+    review_span.record(
+        "warden.outcome",
+        format!("{:?}", report.outcome).to_lowercase().as_str(),
+    );
+    review_span.record("warden.reviewed", report.summary.reviewed);
+    drop(review_span);
+    telemetry.finish(Some(&report));
     let text = match format {
         ReviewFormat::Text => text::render(&report),
         ReviewFormat::Json => {

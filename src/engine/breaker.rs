@@ -317,7 +317,11 @@ mod tests {
         assert_eq!(b.record(t2, Ok, true).unwrap().to, BreakerState::Closed);
         assert_eq!(b.admit(t2).0, Admission::Yes);
         assert_eq!(b.opens(), 2);
-        assert_eq!(b.time_open(t2), Duration::from_secs(101), "open from t0 until the good probe");
+        assert_eq!(
+            b.time_open(t2),
+            Duration::from_secs(101),
+            "open from t0 until the good probe"
+        );
     }
 
     #[test]

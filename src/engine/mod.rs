@@ -34,6 +34,16 @@ pub struct UnitWork {
     pub lines: (u32, u32),
     /// Optional work is shed first when the review budget runs low.
     pub optional: bool,
+    /// What the unit is, for telemetry.
+    pub labels: UnitLabels,
+}
+
+/// Telemetry attributes of a unit (skill, file, lines, priority).
+#[derive(Debug, Clone, Default)]
+pub struct UnitLabels {
+    pub skill: String,
+    pub path: String,
+    pub priority: i32,
 }
 
 /// A route as the engine runs it.
@@ -64,6 +74,8 @@ pub(crate) struct Shared {
     /// Woken on every breaker transition, so waiting units re-choose their route.
     changed: Notify,
     in_flight: AtomicUsize,
+    /// Put prompts on attempt spans (opt-in; off by default for privacy).
+    trace_content: bool,
 }
 
 impl Shared {
@@ -76,11 +88,23 @@ pub struct Engine {
     routes: Vec<EngineRoute>,
     exec: Execution,
     sink: Sink,
+    trace_content: bool,
 }
 
 impl Engine {
     pub fn new(routes: Vec<EngineRoute>, exec: Execution, sink: Sink) -> Self {
-        Engine { routes, exec, sink }
+        Engine {
+            routes,
+            exec,
+            sink,
+            trace_content: false,
+        }
+    }
+
+    /// Records each prompt on its attempt span (only when the user opts in).
+    pub fn with_trace_content(mut self, on: bool) -> Self {
+        self.trace_content = on;
+        self
     }
 
     /// Runs every unit within the review budget and returns what happened to each.
@@ -110,24 +134,31 @@ impl Engine {
             sink: self.sink.clone(),
             changed: Notify::new(),
             in_flight: AtomicUsize::new(0),
+            trace_content: self.trace_content,
         };
         for u in &units {
             shared.sink.emit(Event::UnitQueued { unit: u.index });
         }
-        let all = futures_util::future::join_all(units.iter().map(|u| unit::run(&shared, u)));
-        tokio::pin!(all);
-        let mut budget_expired = false;
-        let results = tokio::select! {
-            biased;
-            r = &mut all => r,
-            _ = tokio::time::sleep_until(shared.review_deadline) => {
-                budget_expired = true;
-                shared.sink.emit(Event::BudgetExpired { in_flight: shared.in_flight.load(Ordering::SeqCst) });
-                shared.cancel.cancel();
-                all.await
-            }
-            _ = shared.cancel.cancelled() => all.await,
-        };
+        let (results, budget_expired) = async {
+            let all = futures_util::future::join_all(units.iter().map(|u| unit::run(&shared, u)));
+            tokio::pin!(all);
+            let mut budget_expired = false;
+            let results = tokio::select! {
+                biased;
+                r = &mut all => r,
+                _ = tokio::time::sleep_until(shared.review_deadline) => {
+                    budget_expired = true;
+                    let in_flight = shared.in_flight.load(Ordering::SeqCst);
+                    tracing::warn!(name: "warden.budget.expired", in_flight = in_flight, "review budget expired; cancelling attempts in flight");
+                    shared.sink.emit(Event::BudgetExpired { in_flight });
+                    shared.cancel.cancel();
+                    all.await
+                }
+                _ = shared.cancel.cancelled() => all.await,
+            };
+            (results, budget_expired)
+        }
+        .await;
         let now = Instant::now();
         let routes = shared
             .routes

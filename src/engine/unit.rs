@@ -12,6 +12,7 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 use tokio::sync::OwnedSemaphorePermit;
 use tokio::time::{Instant, sleep_until};
+use tracing::Instrument;
 
 /// The last failed attempt, which shapes the next one.
 struct LastFailure {
@@ -28,7 +29,27 @@ struct Slot {
     reason: AttemptReason,
 }
 
+/// Runs one unit inside its `warden.unit` span.
 pub(super) async fn run(sh: &Shared, work: &UnitWork) -> UnitResult {
+    let l = &work.labels;
+    let span = tracing::info_span!(
+        "warden.unit",
+        warden.unit.index = work.index,
+        warden.skill = %l.skill,
+        code.file.path = %l.path,
+        warden.start_line = work.lines.0,
+        warden.end_line = work.lines.1,
+        warden.priority = l.priority,
+        warden.optional = work.optional,
+        warden.status = tracing::field::Empty,
+        warden.route = tracing::field::Empty,
+        warden.findings = tracing::field::Empty,
+        warden.status_reason = tracing::field::Empty,
+    );
+    run_in_span(sh, work).instrument(span).await
+}
+
+async fn run_in_span(sh: &Shared, work: &UnitWork) -> UnitResult {
     let mut r = UnitResult {
         unit: work.index,
         status: UnitStatus::Skipped,
@@ -92,13 +113,53 @@ pub(super) async fn run(sh: &Shared, work: &UnitWork) -> UnitResult {
                 total: deadline,
             },
         };
+        let (reason_kind, reason_detail) = match &slot.reason {
+            AttemptReason::First => ("first", String::new()),
+            AttemptReason::Retry { after } => ("retry", after.clone()),
+            AttemptReason::Failover { from, after } => {
+                ("failover", format!("from {from}: {after}"))
+            }
+        };
+        let attempt_span = tracing::info_span!(
+            "warden.attempt",
+            otel.name = %format!("chat {}", route.provider.model()),
+            gen_ai.operation.name = "chat",
+            gen_ai.provider.name = route.provider.kind(),
+            gen_ai.request.model = %route.provider.model(),
+            gen_ai.response.model = tracing::field::Empty,
+            gen_ai.response.id = tracing::field::Empty,
+            gen_ai.usage.input_tokens = tracing::field::Empty,
+            gen_ai.usage.output_tokens = tracing::field::Empty,
+            http.response.status_code = tracing::field::Empty,
+            warden.route = %route.name,
+            warden.attempt = number,
+            warden.deadline_ms = deadline.as_millis() as u64,
+            warden.hunk_remaining_ms = hunk_remaining.as_millis() as u64,
+            warden.review_remaining_ms = review_remaining.as_millis() as u64,
+            warden.attempt_reason = reason_kind,
+            warden.attempt_reason_detail = %reason_detail,
+            warden.breaker_state = slot.breaker.as_str(),
+            warden.probe = slot.probe,
+            warden.headers_ms = tracing::field::Empty,
+            warden.ttft_ms = tracing::field::Empty,
+            warden.duration_ms = tracing::field::Empty,
+            warden.bytes = tracing::field::Empty,
+            warden.cost = tracing::field::Empty,
+            warden.outcome = tracing::field::Empty,
+            warden.stage = tracing::field::Empty,
+            warden.outcome_reason = tracing::field::Empty,
+            warden.prompt = tracing::field::Empty,
+        );
+        if sh.trace_content {
+            attempt_span.record("warden.prompt", req.prompt.user.as_str());
+        }
         let in_route = route.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
         route.peak.fetch_max(in_route, Ordering::SeqCst);
         sh.in_flight.fetch_add(1, Ordering::SeqCst);
         let result = tokio::select! {
             biased;
             _ = sh.cancel.cancelled() => None,
-            a = route.provider.attempt(&req) => Some(a),
+            a = route.provider.attempt(&req).instrument(attempt_span.clone()) => Some(a),
         };
         // Dropping the attempt's future above has already closed its connection.
         sh.in_flight.fetch_sub(1, Ordering::SeqCst);
@@ -109,12 +170,15 @@ pub(super) async fn run(sh: &Shared, work: &UnitWork) -> UnitResult {
             Some(a) => (a.record, a.extracted),
             None => (cancelled_record(route, &req, finished - now), None),
         };
+        record_attempt(&attempt_span, &record);
+        drop(attempt_span);
         let transition = route.breaker.lock().expect("breaker lock").record(
             finished,
             record.outcome,
             slot.probe,
         );
         if let Some(t) = transition {
+            breaker_event(&route.name, &t);
             sh.sink.emit(Event::Breaker {
                 route: route.name.clone(),
                 from: t.from,
@@ -174,9 +238,67 @@ pub(super) async fn run(sh: &Shared, work: &UnitWork) -> UnitResult {
     }
 }
 
+/// Stamps what the attempt measured onto its span.
+fn record_attempt(span: &tracing::Span, r: &AttemptRecord) {
+    let ms = |d: Duration| d.as_millis() as u64;
+    span.record("warden.outcome", r.outcome.as_str());
+    span.record("warden.outcome_reason", r.reason.as_str());
+    span.record("warden.duration_ms", ms(r.duration));
+    span.record("warden.bytes", r.bytes);
+    if let Some(s) = r.stage {
+        span.record("warden.stage", s.as_str());
+    }
+    if let Some(m) = &r.model_answered {
+        span.record("gen_ai.response.model", m.as_str());
+    }
+    if let Some(id) = &r.request_id {
+        span.record("gen_ai.response.id", id.as_str());
+    }
+    if let Some(s) = r.http_status {
+        span.record("http.response.status_code", s);
+    }
+    if let Some(h) = r.headers {
+        span.record("warden.headers_ms", ms(h));
+    }
+    if let Some(t) = r.ttft {
+        span.record("warden.ttft_ms", ms(t));
+    }
+    if let Some(u) = r.usage {
+        if let Some(i) = u.input_tokens {
+            span.record("gen_ai.usage.input_tokens", i);
+        }
+        if let Some(o) = u.output_tokens {
+            span.record("gen_ai.usage.output_tokens", o);
+        }
+        if let Some(c) = u.cost {
+            span.record("warden.cost", c);
+        }
+    }
+}
+
+fn breaker_event(route: &str, t: &super::breaker::Transition) {
+    tracing::info!(
+        name: "warden.breaker.transition",
+        route = route,
+        breaker_from = t.from.as_str(),
+        breaker_to = t.to.as_str(),
+        reason = %t.reason,
+    );
+}
+
 fn finish(sh: &Shared, mut r: UnitResult, stop: Stop) -> UnitResult {
     r.status = stop.status;
     r.reason = stop.reason;
+    let span = tracing::Span::current();
+    span.record("warden.status", r.status.as_str());
+    span.record("warden.status_reason", r.reason.as_str());
+    span.record("warden.findings", r.findings.len());
+    if let Some(route) = &r.route {
+        span.record("warden.route", route.as_str());
+    }
+    if r.status == UnitStatus::Skipped {
+        tracing::info!(name: "warden.unit.skipped", reason = %r.reason);
+    }
     sh.sink.emit(Event::UnitFinished {
         unit: r.unit,
         status: r.status,
@@ -317,6 +439,19 @@ async fn acquire(
             continue;
         };
         let route = &sh.routes[idx];
+        for skipped in order.iter().take_while(|i| **i != idx) {
+            let state = sh.routes[*skipped]
+                .breaker
+                .lock()
+                .expect("breaker lock")
+                .state();
+            tracing::info!(
+                name: "warden.route.rejected",
+                route = %sh.routes[*skipped].name,
+                breaker_state = state.as_str(),
+                "breaker does not admit calls; trying the next route"
+            );
+        }
         // While waiting for this route's permit, wake when a route preferred to it
         // half-opens, so the unit can go back to it as a probe.
         let preferred_reopen = order
@@ -348,6 +483,7 @@ async fn acquire(
                     });
                 }
                 if !announced {
+                    tracing::info!(name: "warden.retry", route = %route.name, wait_ms = wait.as_millis() as u64, reason = %l.reason);
                     sh.sink.emit(Event::Retry {
                         unit: work.index,
                         route: route.name.clone(),
@@ -367,6 +503,7 @@ async fn acquire(
                 };
             } else {
                 if !announced {
+                    tracing::info!(name: "warden.failover", from = %sh.routes[l.route].name, to = %route.name, reason = %l.reason);
                     sh.sink.emit(Event::Failover {
                         unit: work.index,
                         from: sh.routes[l.route].name.clone(),
@@ -422,6 +559,7 @@ async fn acquire(
             (a, t, b.state())
         };
         if let Some(t) = transition {
+            breaker_event(&route.name, &t);
             sh.sink.emit(Event::Breaker {
                 route: route.name.clone(),
                 from: t.from,

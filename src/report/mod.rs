@@ -45,6 +45,8 @@ pub struct Report {
     pub budget_expired: bool,
     pub interrupted: bool,
     pub summary: Summary,
+    /// Review-level counters across all routes.
+    pub counters: Counters,
     pub units: Vec<UnitReport>,
     pub findings: Vec<Finding>,
     pub skipped_files: Vec<Skipped>,
@@ -71,6 +73,19 @@ pub struct Summary {
     /// Findings the model returned that were dropped (outside the chunk, invalid) or
     /// filtered (below minConfidence or reportOn, over maxFindings).
     pub findings_dropped: usize,
+}
+
+#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct Counters {
+    pub attempts: usize,
+    pub timeouts: usize,
+    /// Units that moved to another route after a failure (fallbacks).
+    pub failovers: usize,
+    /// Further attempts on the same route.
+    pub retries: usize,
+    /// Units that did not end reviewed.
+    pub units_not_reviewed: usize,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -310,6 +325,25 @@ pub fn build(
             .then(a.start_line.cmp(&b.start_line))
     });
     summary.findings = findings.len();
+    let counters = Counters {
+        attempts: units.iter().map(|u| u.attempts.len()).sum(),
+        timeouts: units
+            .iter()
+            .flat_map(|u| &u.attempts)
+            .filter(|a| a.outcome == "timeout")
+            .count(),
+        failovers: units
+            .iter()
+            .flat_map(|u| u.routes_tried.windows(2))
+            .filter(|w| w[0] != w[1])
+            .count(),
+        retries: units
+            .iter()
+            .flat_map(|u| u.routes_tried.windows(2))
+            .filter(|w| w[0] == w[1])
+            .count(),
+        units_not_reviewed: summary.units - summary.reviewed,
+    };
     let outcome = if summary.reviewed == summary.units {
         ReviewOutcome::Complete
     } else if summary.reviewed == 0 {
@@ -328,6 +362,7 @@ pub fn build(
         routes: metrics::route_metrics(engine, &units),
         route_order: engine.route_order.clone(),
         summary,
+        counters,
         units,
         findings,
         skipped_files: plan.skipped_files.clone(),

@@ -43,6 +43,7 @@ fn units(n: usize) -> Vec<UnitWork> {
             },
             lines: (1, 50),
             optional: false,
+            labels: Default::default(),
         })
         .collect()
 }

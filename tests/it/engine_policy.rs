@@ -46,6 +46,7 @@ fn units(n: usize) -> Vec<UnitWork> {
             },
             lines: (10, 20),
             optional: false,
+            labels: Default::default(),
         })
         .collect()
 }

@@ -198,6 +198,13 @@ pub fn fixture() -> Report {
             findings: 2,
             findings_dropped: 0,
         },
+        counters: report::Counters {
+            attempts: 4,
+            timeouts: 2,
+            failovers: 1,
+            retries: 0,
+            units_not_reviewed: 2,
+        },
         units,
         findings: vec![sqli, unwrap],
         skipped_files: vec![Skipped {

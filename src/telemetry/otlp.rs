@@ -1,0 +1,109 @@
+//! OTLP/HTTP export of spans and metrics (opentelemetry-otlp), on when the standard
+//! `OTEL_EXPORTER_OTLP_ENDPOINT` (or `..._TRACES_ENDPOINT`) is set. Export runs on the
+//! SDK's own threads; at exit everything is flushed within a fixed bound, so an
+//! unreachable collector can delay warden by at most that bound and never changes the
+//! review's outcome.
+
+use crate::report::Report;
+use opentelemetry::KeyValue;
+use opentelemetry::metrics::MeterProvider as _;
+use opentelemetry::trace::TracerProvider as _;
+use opentelemetry_otlp::WithExportConfig;
+use opentelemetry_sdk::Resource;
+use opentelemetry_sdk::metrics::{PeriodicReader, SdkMeterProvider};
+use opentelemetry_sdk::trace::SdkTracerProvider;
+use std::time::Duration;
+
+pub struct Otlp {
+    traces: SdkTracerProvider,
+    metrics: SdkMeterProvider,
+}
+
+/// Whether the environment asks for OTLP export.
+pub fn requested() -> bool {
+    let set = |k: &str| std::env::var_os(k).is_some_and(|v| !v.is_empty());
+    let disabled = std::env::var("OTEL_SDK_DISABLED").is_ok_and(|v| v.eq_ignore_ascii_case("true"));
+    !disabled && (set("OTEL_EXPORTER_OTLP_ENDPOINT") || set("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"))
+}
+
+fn resource() -> Resource {
+    Resource::builder()
+        .with_service_name("warden")
+        .with_attribute(KeyValue::new("service.version", env!("CARGO_PKG_VERSION")))
+        .build()
+}
+
+impl Otlp {
+    /// Builds the exporters (endpoint, headers and protocol come from the OTel env vars).
+    pub fn start(bound: Duration) -> Result<(Otlp, opentelemetry_sdk::trace::Tracer), String> {
+        let spans = opentelemetry_otlp::SpanExporter::builder()
+            .with_http()
+            .with_timeout(bound)
+            .build()
+            .map_err(|e| e.to_string())?;
+        let traces = SdkTracerProvider::builder()
+            .with_batch_exporter(spans)
+            .with_resource(resource())
+            .build();
+        let metric_exporter = opentelemetry_otlp::MetricExporter::builder()
+            .with_http()
+            .with_timeout(bound)
+            .build()
+            .map_err(|e| e.to_string())?;
+        let metrics = SdkMeterProvider::builder()
+            .with_reader(PeriodicReader::builder(metric_exporter).build())
+            .with_resource(resource())
+            .build();
+        let tracer = traces.tracer("warden");
+        Ok((Otlp { traces, metrics }, tracer))
+    }
+
+    /// Records the review's route metrics (exported at shutdown).
+    pub fn record(&self, report: &Report) {
+        let meter = self.metrics.meter("warden");
+        let attempts = meter
+            .u64_counter("warden.route.attempts")
+            .with_description("Attempts sent to a route, by outcome")
+            .build();
+        let duration = meter
+            .f64_histogram("warden.attempt.duration")
+            .with_unit("ms")
+            .with_description("Attempt duration")
+            .build();
+        let ttft = meter
+            .f64_histogram("gen_ai.server.time_to_first_token")
+            .with_unit("ms")
+            .build();
+        let units = meter
+            .u64_counter("warden.review.units")
+            .with_description("Units by final status")
+            .build();
+        for u in &report.units {
+            units.add(1, &[KeyValue::new("warden.status", u.status.as_str())]);
+            for a in &u.attempts {
+                let attrs = [
+                    KeyValue::new("warden.route", a.route.clone()),
+                    KeyValue::new("gen_ai.provider.name", a.provider.clone()),
+                    KeyValue::new("gen_ai.request.model", a.model.clone()),
+                    KeyValue::new("warden.outcome", a.outcome.clone()),
+                ];
+                attempts.add(1, &attrs);
+                duration.record(a.duration_ms as f64, &attrs);
+                if let Some(t) = a.ttft_ms {
+                    ttft.record(t as f64, &attrs[..3]);
+                }
+            }
+        }
+    }
+
+    /// Flushes and stops both pipelines, waiting at most `bound` in all.
+    pub fn shutdown(self, bound: Duration) {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = self.traces.shutdown_with_timeout(bound);
+            let _ = self.metrics.shutdown_with_timeout(bound);
+            let _ = tx.send(());
+        });
+        let _ = rx.recv_timeout(bound);
+    }
+}
