@@ -132,10 +132,10 @@ async fn run_in_span(sh: &Shared, work: &UnitWork) -> UnitResult {
             gen_ai.usage.output_tokens = tracing::field::Empty,
             http.response.status_code = tracing::field::Empty,
             warden.route = %route.name,
-            warden.attempt = number,
-            warden.deadline_ms = deadline.as_millis() as u64,
-            warden.hunk_remaining_ms = hunk_remaining.as_millis() as u64,
-            warden.review_remaining_ms = review_remaining.as_millis() as u64,
+            warden.attempt = i64::from(number),
+            warden.deadline_ms = deadline.as_millis() as i64,
+            warden.hunk_remaining_ms = hunk_remaining.as_millis() as i64,
+            warden.review_remaining_ms = review_remaining.as_millis() as i64,
             warden.attempt_reason = reason_kind,
             warden.attempt_reason_detail = %reason_detail,
             warden.breaker_state = slot.breaker.as_str(),
@@ -240,11 +240,12 @@ async fn run_in_span(sh: &Shared, work: &UnitWork) -> UnitResult {
 
 /// Stamps what the attempt measured onto its span.
 fn record_attempt(span: &tracing::Span, r: &AttemptRecord) {
-    let ms = |d: Duration| d.as_millis() as u64;
+    // Integers go in as i64: OTLP has no unsigned type, and exporters turn u64 into text.
+    let ms = |d: Duration| d.as_millis() as i64;
     span.record("warden.outcome", r.outcome.as_str());
     span.record("warden.outcome_reason", r.reason.as_str());
     span.record("warden.duration_ms", ms(r.duration));
-    span.record("warden.bytes", r.bytes);
+    span.record("warden.bytes", r.bytes as i64);
     if let Some(s) = r.stage {
         span.record("warden.stage", s.as_str());
     }
@@ -255,7 +256,7 @@ fn record_attempt(span: &tracing::Span, r: &AttemptRecord) {
         span.record("gen_ai.response.id", id.as_str());
     }
     if let Some(s) = r.http_status {
-        span.record("http.response.status_code", s);
+        span.record("http.response.status_code", i64::from(s));
     }
     if let Some(h) = r.headers {
         span.record("warden.headers_ms", ms(h));
@@ -265,10 +266,10 @@ fn record_attempt(span: &tracing::Span, r: &AttemptRecord) {
     }
     if let Some(u) = r.usage {
         if let Some(i) = u.input_tokens {
-            span.record("gen_ai.usage.input_tokens", i);
+            span.record("gen_ai.usage.input_tokens", i as i64);
         }
         if let Some(o) = u.output_tokens {
-            span.record("gen_ai.usage.output_tokens", o);
+            span.record("gen_ai.usage.output_tokens", o as i64);
         }
         if let Some(c) = u.cost {
             span.record("warden.cost", c);
@@ -292,7 +293,7 @@ fn finish(sh: &Shared, mut r: UnitResult, stop: Stop) -> UnitResult {
     let span = tracing::Span::current();
     span.record("warden.status", r.status.as_str());
     span.record("warden.status_reason", r.reason.as_str());
-    span.record("warden.findings", r.findings.len());
+    span.record("warden.findings", r.findings.len() as i64);
     if let Some(route) = &r.route {
         span.record("warden.route", route.as_str());
     }

@@ -87,10 +87,10 @@ where
     }
 
     fn on_record(&self, id: &Id, values: &Record<'_>, ctx: Context<'_, S>) {
-        if let Some(span) = ctx.span(id) {
-            if let Some(data) = span.extensions_mut().get_mut::<SpanData>() {
-                values.record(&mut Fields(&mut data.fields));
-            }
+        if let Some(span) = ctx.span(id)
+            && let Some(data) = span.extensions_mut().get_mut::<SpanData>()
+        {
+            values.record(&mut Fields(&mut data.fields));
         }
     }
 

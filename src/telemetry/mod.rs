@@ -88,10 +88,10 @@ impl Telemetry {
         }
         #[cfg(not(feature = "otlp"))]
         let _ = report;
-        if let Some(w) = self.jsonl {
-            if let Ok(mut w) = w.lock() {
-                let _ = w.flush();
-            }
+        if let Some(w) = self.jsonl
+            && let Ok(mut w) = w.lock()
+        {
+            let _ = w.flush();
         }
     }
 }

@@ -11,7 +11,7 @@ use opentelemetry::trace::TracerProvider as _;
 use opentelemetry_otlp::WithExportConfig;
 use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::metrics::{PeriodicReader, SdkMeterProvider};
-use opentelemetry_sdk::trace::SdkTracerProvider;
+use opentelemetry_sdk::trace::{BatchConfigBuilder, BatchSpanProcessor, SdkTracerProvider};
 use std::time::Duration;
 
 pub struct Otlp {
@@ -41,8 +41,18 @@ impl Otlp {
             .with_timeout(bound)
             .build()
             .map_err(|e| e.to_string())?;
+        // A large queue: a 2,000-unit review makes over 4,000 spans, and the SDK's
+        // default queue (2,048) would drop the rest.
+        let processor = BatchSpanProcessor::builder(spans)
+            .with_batch_config(
+                BatchConfigBuilder::default()
+                    .with_max_queue_size(1 << 16)
+                    .with_max_export_batch_size(2048)
+                    .build(),
+            )
+            .build();
         let traces = SdkTracerProvider::builder()
-            .with_batch_exporter(spans)
+            .with_span_processor(processor)
             .with_resource(resource())
             .build();
         let metric_exporter = opentelemetry_otlp::MetricExporter::builder()

@@ -14,3 +14,4 @@ mod review_e2e;
 mod scan_policy;
 mod selection;
 mod skills;
+mod telemetry;
