@@ -13,7 +13,7 @@ use std::time::Duration;
 use tokio::sync::Semaphore;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
-use warden::config::{Execution, ProviderKind, Route, SimOptions};
+use warden::config::{Execution, Route};
 use warden::engine::{Engine, EngineRoute, Sink, UnitStatus, UnitWork};
 use warden::prompt::Prompt;
 use warden::provider::sim::{Draw, Profile, SimProvider};
@@ -33,21 +33,7 @@ fn unit_of(req: &AttemptRequest) -> usize {
 }
 
 fn route(name: &str, profile: &str) -> Route {
-    Route {
-        name: name.into(),
-        provider: ProviderKind::Sim,
-        model: format!("sim-{profile}"),
-        api_key_env: None,
-        max_concurrency: 4,
-        stream: true,
-        base_url: None,
-        max_tokens: 1024,
-        sim: SimOptions {
-            profile: profile.into(),
-            time_scale: 1.0,
-            seed: 0,
-        },
-    }
+    Route::sim(name, profile, 1.0, 0, 4)
 }
 
 struct Figures {

@@ -2,7 +2,7 @@
 
 use crate::app::{self, emit, setup_color, warn};
 use crate::cli::{ReviewArgs, ReviewFormat};
-use crate::config::{ProviderKind, Route, Settings, SimOptions};
+use crate::config::{Route, Settings};
 use crate::engine::{Engine, EngineRoute, UnitLabels, UnitWork};
 use crate::error::{Error, Result};
 use crate::report::progress::{Mode, Progress};
@@ -40,24 +40,10 @@ fn use_sim(settings: &mut Settings, profile: &str) -> Result<()> {
             "--sim={profile}: unknown profile: expected healthy, slow-tail, outage, flaky or rate-limited"
         )));
     }
-    let route = |name: &str, profile: &str, seed: u64| Route {
-        name: name.into(),
-        provider: ProviderKind::Sim,
-        model: format!("sim-{profile}"),
-        api_key_env: None,
-        max_concurrency: 4,
-        stream: true,
-        base_url: None,
-        max_tokens: 4096,
-        sim: SimOptions {
-            profile: profile.into(),
-            time_scale: f64::from(SIM_SCALE),
-            seed,
-        },
-    };
+    let scale = f64::from(SIM_SCALE);
     settings.routes = vec![
-        route("sim-primary", profile, 1),
-        route("sim-fallback", "healthy", 2),
+        Route::sim("sim-primary", profile, scale, 1, 4),
+        Route::sim("sim-fallback", "healthy", scale, 2, 4),
     ];
     let e = &mut settings.execution;
     for d in [

@@ -141,6 +141,33 @@ impl Default for SimOptions {
     }
 }
 
+impl Route {
+    /// A route on the built-in simulator.
+    pub fn sim(
+        name: &str,
+        profile: &str,
+        time_scale: f64,
+        seed: u64,
+        max_concurrency: usize,
+    ) -> Route {
+        Route {
+            name: name.into(),
+            provider: ProviderKind::Sim,
+            model: format!("sim-{profile}"),
+            api_key_env: None,
+            max_concurrency,
+            stream: true,
+            base_url: None,
+            max_tokens: 4096,
+            sim: SimOptions {
+                profile: profile.into(),
+                time_scale,
+                seed,
+            },
+        }
+    }
+}
+
 impl ProviderKind {
     pub const NAMES: &'static str = "openai, openrouter, anthropic, sim";
 

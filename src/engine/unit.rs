@@ -178,14 +178,7 @@ async fn run_in_span(sh: &Shared, work: &UnitWork) -> UnitResult {
             slot.probe,
         );
         if let Some(t) = transition {
-            breaker_event(&route.name, &t);
-            sh.sink.emit(Event::Breaker {
-                route: route.name.clone(),
-                from: t.from,
-                to: t.to,
-                reason: t.reason,
-            });
-            sh.changed.notify_waiters();
+            announce(sh, &route.name, t);
         }
         sh.sink.emit(Event::AttemptFinished {
             unit: work.index,
@@ -277,7 +270,9 @@ fn record_attempt(span: &tracing::Span, r: &AttemptRecord) {
     }
 }
 
-fn breaker_event(route: &str, t: &super::breaker::Transition) {
+/// Tells everyone about a breaker transition: the trace, the event sink, and the units
+/// waiting for a route (they re-choose).
+fn announce(sh: &Shared, route: &str, t: super::breaker::Transition) {
     tracing::info!(
         name: "warden.breaker.transition",
         route = route,
@@ -285,6 +280,13 @@ fn breaker_event(route: &str, t: &super::breaker::Transition) {
         breaker_to = t.to.as_str(),
         reason = %t.reason,
     );
+    sh.sink.emit(Event::Breaker {
+        route: route.to_string(),
+        from: t.from,
+        to: t.to,
+        reason: t.reason,
+    });
+    sh.changed.notify_waiters();
 }
 
 fn finish(sh: &Shared, mut r: UnitResult, stop: Stop) -> UnitResult {
@@ -560,14 +562,7 @@ async fn acquire(
             (a, t, b.state())
         };
         if let Some(t) = transition {
-            breaker_event(&route.name, &t);
-            sh.sink.emit(Event::Breaker {
-                route: route.name.clone(),
-                from: t.from,
-                to: t.to,
-                reason: t.reason,
-            });
-            sh.changed.notify_waiters();
+            announce(sh, &route.name, t);
         }
         match admission {
             Admission::No => {

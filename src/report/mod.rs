@@ -177,6 +177,12 @@ impl Report {
     }
 }
 
+/// Milliseconds as seconds with one decimal for tables ("4.2s"), or `none` when absent.
+pub(crate) fn secs(v: Option<u64>, none: &str) -> String {
+    v.map(|v| format!("{:.1}s", v as f64 / 1000.0))
+        .unwrap_or_else(|| none.to_string())
+}
+
 /// FNV-1a, 64 bits: a tiny stable hash for finding ids and fingerprints.
 pub(crate) fn fnv1a(parts: &[&str]) -> u64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;

@@ -90,10 +90,6 @@ pub fn render(r: &Report) -> String {
             out,
             "### Routes\n\n| route | calls | ok | timeouts | unavailable | rate limited | failovers from | p50 | p95 | max | TTFT p95 | breaker |\n|---|---|---|---|---|---|---|---|---|---|---|---|"
         );
-        let ms = |v: Option<u64>| {
-            v.map(|v| format!("{:.1}s", v as f64 / 1000.0))
-                .unwrap_or_else(|| "–".into())
-        };
         for name in &r.route_order {
             let m = &r.routes[name];
             let _ = writeln!(
@@ -106,10 +102,10 @@ pub fn render(r: &Report) -> String {
                 m.unavailable,
                 m.rate_limited,
                 m.failovers_from,
-                ms(m.p50_ms),
-                ms(m.p95_ms),
-                ms(m.max_ms),
-                ms(m.ttft_p95_ms),
+                super::secs(m.p50_ms, "–"),
+                super::secs(m.p95_ms, "–"),
+                super::secs(m.max_ms, "–"),
+                super::secs(m.ttft_p95_ms, "–"),
                 m.breaker.state.as_str(),
                 m.breaker.opens
             );

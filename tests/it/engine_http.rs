@@ -2,6 +2,7 @@
 
 use crate::provider::route;
 use crate::support::fake_provider::{Behavior, FakeProvider};
+use crate::support::scripted::units;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
@@ -9,7 +10,6 @@ use warden::config::{BreakerSettings, Execution, ProviderKind};
 use warden::engine::{
     BreakerState, Engine, EngineReport, EngineRoute, Event, Sink, UnitStatus, UnitWork,
 };
-use warden::prompt::Prompt;
 use warden::provider::{HttpProvider, Provider};
 
 const MS: fn(u64) -> Duration = Duration::from_millis;
@@ -31,21 +31,6 @@ fn exec() -> Execution {
             half_open_probes: 1,
         },
     }
-}
-
-fn units(n: usize) -> Vec<UnitWork> {
-    (0..n)
-        .map(|i| UnitWork {
-            index: i,
-            prompt: Prompt {
-                system: "s".into(),
-                user: format!("unit {i}"),
-            },
-            lines: (1, 50),
-            optional: false,
-            labels: Default::default(),
-        })
-        .collect()
 }
 
 fn http(fake: &FakeProvider, name: &str, kind: ProviderKind) -> Arc<dyn Provider> {

@@ -2,7 +2,7 @@
 //! in-process providers: attempts, retries, Retry-After, failover order, bulkheads,
 //! breakers, budgets and cancellation.
 
-use crate::support::scripted::{Scripted, Step};
+use crate::support::scripted::{Scripted, Step, units};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::time::Instant;
@@ -12,7 +12,6 @@ use warden::engine::{
     AttemptReason, BreakerState, Engine, EngineReport, EngineRoute, Event, Sink, UnitStatus,
     UnitWork,
 };
-use warden::prompt::Prompt;
 use warden::provider::{Outcome, Provider};
 
 const S: fn(u64) -> Duration = Duration::from_secs;
@@ -34,21 +33,6 @@ fn exec() -> Execution {
             half_open_probes: 1,
         },
     }
-}
-
-fn units(n: usize) -> Vec<UnitWork> {
-    (0..n)
-        .map(|i| UnitWork {
-            index: i,
-            prompt: Prompt {
-                system: "s".into(),
-                user: format!("unit {i}"),
-            },
-            lines: (10, 20),
-            optional: false,
-            labels: Default::default(),
-        })
-        .collect()
 }
 
 /// Events with the (paused) time they were emitted, relative to the start.

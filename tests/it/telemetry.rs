@@ -5,7 +5,7 @@
 use crate::report_formats::{assert_valid, report_schema};
 use crate::support::fake_provider::{Behavior, FakeProvider, findings_answer};
 use crate::support::otlp_receiver::Receiver;
-use crate::support::scripted::{Scripted, Step};
+use crate::support::scripted::{Scripted, Step, units};
 use crate::support::*;
 use prost::Message;
 use serde_json::{Map, Value, json};
@@ -16,8 +16,7 @@ use tracing::field::{Field, Visit};
 use tracing_subscriber::layer::{Context, SubscriberExt};
 use tracing_subscriber::registry::LookupSpan;
 use warden::config::{BreakerSettings, Execution};
-use warden::engine::{Engine, EngineRoute, Sink, UnitLabels, UnitWork};
-use warden::prompt::Prompt;
+use warden::engine::{Engine, EngineRoute, Sink};
 use warden::provider::Provider;
 
 // ---- span capture -------------------------------------------------------------------
@@ -102,25 +101,6 @@ impl<S: tracing::Subscriber + for<'a> LookupSpan<'a>> tracing_subscriber::Layer<
             parent: None,
         });
     }
-}
-
-fn units(n: usize) -> Vec<UnitWork> {
-    (0..n)
-        .map(|i| UnitWork {
-            index: i,
-            prompt: Prompt {
-                system: "s".into(),
-                user: format!("SECRET-DIFF-CONTENT unit {i}"),
-            },
-            lines: (1, 10),
-            optional: false,
-            labels: UnitLabels {
-                skill: "code-review".into(),
-                path: format!("src/f{i}.rs"),
-                priority: 40,
-            },
-        })
-        .collect()
 }
 
 #[test]
@@ -256,7 +236,7 @@ fn attempt_spans_carry_genai_and_policy_attributes() {
             .count(),
         7
     );
-    assert!(!format!("{got:?}").contains("SECRET-DIFF-CONTENT"));
+    assert!(!format!("{got:?}").contains("DIFF-CONTENT"));
 }
 
 // ---- through the binary ---------------------------------------------------------------

@@ -8,6 +8,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::time::Instant;
+use warden::engine::{UnitLabels, UnitWork};
+use warden::prompt::Prompt;
 use warden::provider::{
     Attempt, AttemptFuture, AttemptRecord, AttemptRequest, Outcome, Provider, Stage,
 };
@@ -172,4 +174,25 @@ impl Provider for Scripted {
     fn attempt<'a>(&'a self, req: &'a AttemptRequest) -> AttemptFuture<'a> {
         Box::pin(self.run(req))
     }
+}
+
+/// `n` units in dispatch order; each prompt carries a content marker (`DIFF-CONTENT`) that
+/// telemetry must never export.
+pub fn units(n: usize) -> Vec<UnitWork> {
+    (0..n)
+        .map(|i| UnitWork {
+            index: i,
+            prompt: Prompt {
+                system: "s".into(),
+                user: format!("unit {i} DIFF-CONTENT"),
+            },
+            lines: (1, 50),
+            optional: false,
+            labels: UnitLabels {
+                skill: "code-review".into(),
+                path: format!("src/f{i}.rs"),
+                priority: 40,
+            },
+        })
+        .collect()
 }
