@@ -19,6 +19,9 @@ pub struct ModelFinding {
     pub end_line: u32,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub suggestion: Option<String>,
+    /// The skill the model attributed it to (consolidated requests ask for it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub skill: Option<String>,
 }
 
 /// What was extracted from one answer.
@@ -98,6 +101,7 @@ fn validate(v: &Value) -> Option<ModelFinding> {
         description: text("description").unwrap_or("").to_string(),
         line,
         end_line,
+        skill: text("skill").filter(|s| !s.is_empty()).map(str::to_string),
         suggestion: text("suggestion")
             .filter(|s| !s.is_empty())
             .map(str::to_string),

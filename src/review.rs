@@ -116,15 +116,21 @@ pub(crate) fn review_cmd(args: &ReviewArgs) -> Result<i32> {
         .units
         .iter()
         .map(|u| {
-            let skill = &prepared
-                .active
+            let skills: Vec<&crate::skills::Skill> = u
+                .skills
                 .iter()
-                .find(|a| a.skill.name == u.skill)
-                .expect("planned units use active skills")
-                .skill;
+                .map(|name| {
+                    &prepared
+                        .active
+                        .iter()
+                        .find(|a| a.skill.name == *name)
+                        .expect("planned units use active skills")
+                        .skill
+                })
+                .collect();
             UnitWork {
                 index: u.index,
-                prompt: plan.prompt(u, skill, cap),
+                prompt: plan.prompt(u, &skills, cap),
                 lines: (u.start_line, u.end_line),
                 optional: u.optional,
                 labels: UnitLabels {

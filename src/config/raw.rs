@@ -102,6 +102,8 @@ pub(crate) struct RawSkill {
     pub min_confidence: Option<S<String>>,
     pub max_findings: Option<u32>,
     pub model: Option<String>,
+    /// Skills marked `consolidate = true` share one request per chunk.
+    pub consolidate: Option<bool>,
     pub remote: Option<String>,
     pub triggers: Option<Vec<RawTrigger>>,
 }

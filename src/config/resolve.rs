@@ -324,6 +324,7 @@ fn resolve_skill(
             .transpose()?,
         max_findings: sk.max_findings.map(|n| n as usize),
         model: sk.model.clone(),
+        consolidate: sk.consolidate.unwrap_or(false),
         name,
     }))
 }

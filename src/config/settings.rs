@@ -75,6 +75,8 @@ pub struct SkillConfig {
     pub min_confidence: Option<Confidence>,
     pub max_findings: Option<usize>,
     pub model: Option<String>,
+    /// Shares one request per chunk with the other consolidated skills.
+    pub consolidate: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]

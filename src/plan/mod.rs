@@ -51,7 +51,10 @@ pub struct PlannedFile {
 pub struct Unit {
     /// Position in dispatch order.
     pub index: usize,
+    /// The skill, or the consolidated skills joined with `+`.
     pub skill: String,
+    /// Every skill this unit's one request serves (one, unless consolidated).
+    pub skills: Vec<String>,
     pub path: RepoPath,
     /// Index into `files` and into that file's `chunks`.
     pub file: usize,
@@ -94,7 +97,7 @@ impl Plan {
     pub fn prompt(
         &self,
         unit: &Unit,
-        skill: &crate::skills::Skill,
+        skills: &[&crate::skills::Skill],
         max_context_files: usize,
     ) -> prompt::Prompt {
         let file = &self.files[unit.file];
@@ -105,7 +108,7 @@ impl Plan {
             status: file.status,
             other_files: &others,
         };
-        prompt::build(skill, &facts, &file.chunks[unit.chunk])
+        prompt::build(skills, &facts, &file.chunks[unit.chunk])
     }
 }
 
@@ -158,12 +161,22 @@ pub fn build(
             status: file.status,
             other_files: &others,
         };
+        // Consolidated skills share one unit (one request) per chunk; the rest get one each.
+        let (together, alone): (Vec<usize>, Vec<usize>) = chunk_skills[fi]
+            .iter()
+            .partition(|si| skills[**si].config.consolidate);
+        let mut groups: Vec<Vec<&crate::skills::Skill>> =
+            alone.iter().map(|si| vec![&skills[*si].skill]).collect();
+        if !together.is_empty() {
+            groups.insert(0, together.iter().map(|si| &skills[*si].skill).collect());
+        }
         for (ci, chunk) in file.chunks.iter().enumerate() {
-            for si in &chunk_skills[fi] {
-                let skill = &skills[*si].skill;
+            for group in &groups {
+                let names: Vec<String> = group.iter().map(|s| s.name.clone()).collect();
                 units.push(Unit {
                     index: 0,
-                    skill: skill.name.clone(),
+                    skill: names.join("+"),
+                    skills: names,
                     path: file.path.clone(),
                     file: fi,
                     chunk: ci,
@@ -171,7 +184,7 @@ pub fn build(
                     end_line: chunk.end_line,
                     priority: file.score,
                     optional: chunk.deletion_only(),
-                    prompt_chars: prompt::build(skill, &facts, chunk).chars(),
+                    prompt_chars: prompt::build(group, &facts, chunk).chars(),
                 });
             }
         }

@@ -401,28 +401,38 @@ mod heuristics {
 
     /// Answers with the JSON contract, as a model would.
     pub fn review(prompt: &Prompt) -> String {
-        let skill = prompt
-            .system
-            .split("review skill `")
-            .nth(1)
-            .and_then(|s| s.split('`').next())
-            .unwrap_or("");
-        let want_security = skill != "code-review";
-        let want_code = skill != "security-review";
+        // "running the review skill `x`" or "running the review skills `a`, `b` in one pass".
+        let head = prompt.system.lines().next().unwrap_or("");
+        let skills: Vec<&str> = head.split('`').skip(1).step_by(2).collect();
+        let consolidated = skills.len() > 1;
+        // A skill gets the security rules unless it is code-review, and the code rules
+        // unless it is security-review; in one pass each rule goes to one skill.
+        let security_skill = skills.iter().find(|s| **s != "code-review").copied();
+        let code_skill = skills.iter().find(|s| **s != "security-review").copied();
         let mut findings = Vec::new();
         for line in prompt.user.lines() {
             let Some((num, text)) = added_line(line) else {
                 continue;
             };
             for r in RULES {
-                if (r.security && want_security || !r.security && want_code) && (r.matches)(text) {
-                    findings.push(json!({
+                let owner = if r.security {
+                    security_skill
+                } else {
+                    code_skill
+                };
+                let Some(owner) = owner else { continue };
+                if (r.matches)(text) {
+                    let mut f = json!({
                         "severity": r.severity,
                         "confidence": "high",
                         "title": r.title,
                         "description": r.description,
                         "line": num,
-                    }));
+                    });
+                    if consolidated {
+                        f["skill"] = json!(owner);
+                    }
+                    findings.push(f);
                 }
             }
         }

@@ -91,7 +91,9 @@ pub struct Counters {
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct UnitReport {
+    /// The skill, or consolidated skills joined with `+`.
     pub skill: String,
+    pub skills: Vec<String>,
     pub path: String,
     pub start_line: u32,
     pub end_line: u32,
@@ -211,20 +213,6 @@ pub fn build(
     let mut findings = Vec::new();
     let mut per_skill_count: BTreeMap<String, usize> = BTreeMap::new();
     for (unit, result) in plan.units.iter().zip(&engine.units) {
-        let cfg = active
-            .iter()
-            .find(|a| a.skill.name == unit.skill)
-            .map(|a| &a.config);
-        let min_conf = cfg
-            .and_then(|c| c.min_confidence)
-            .unwrap_or(settings.min_confidence);
-        let report_on = cfg.and_then(|c| c.report_on).unwrap_or(settings.report_on);
-        let fail_on = cfg.and_then(|c| c.fail_on).unwrap_or(settings.fail_on);
-        let shown_from = match fail_on {
-            FailOn::At(f) => f.min(report_on),
-            FailOn::Off => report_on,
-        };
-        let max = cfg.and_then(|c| c.max_findings).or(settings.max_findings);
         let chunk = &plan.files[unit.file].chunks[unit.chunk];
         let model = result
             .attempts
@@ -239,7 +227,29 @@ pub fn build(
         let mut unit_findings = Vec::new();
         summary.findings_dropped += result.dropped_findings;
         for f in &result.findings {
-            let count = per_skill_count.entry(unit.skill.clone()).or_default();
+            // A consolidated unit's finding belongs to the skill the model named (if it is
+            // one of the unit's), else to the unit's first skill.
+            let skill = f
+                .skill
+                .as_ref()
+                .filter(|s| unit.skills.contains(s))
+                .unwrap_or(&unit.skills[0])
+                .clone();
+            let cfg = active
+                .iter()
+                .find(|a| a.skill.name == skill)
+                .map(|a| &a.config);
+            let min_conf = cfg
+                .and_then(|c| c.min_confidence)
+                .unwrap_or(settings.min_confidence);
+            let report_on = cfg.and_then(|c| c.report_on).unwrap_or(settings.report_on);
+            let fail_on = cfg.and_then(|c| c.fail_on).unwrap_or(settings.fail_on);
+            let shown_from = match fail_on {
+                FailOn::At(f) => f.min(report_on),
+                FailOn::Off => report_on,
+            };
+            let max = cfg.and_then(|c| c.max_findings).or(settings.max_findings);
+            let count = per_skill_count.entry(skill.clone()).or_default();
             if f.confidence < min_conf
                 || f.severity < shown_from
                 || max.is_some_and(|m| *count >= m)
@@ -255,10 +265,10 @@ pub fn build(
                 .find(|l| l.kind != ChunkLineKind::Removed && l.new_no == Some(f.line))
                 .map(|l| l.text.trim().to_string())
                 .unwrap_or_default();
-            let id = fnv1a(&[&unit.skill, &path, &f.title.to_lowercase(), &line_text]);
+            let id = fnv1a(&[&skill, &path, &f.title.to_lowercase(), &line_text]);
             unit_findings.push(Finding {
                 id: format!("W{:016x}", id),
-                skill: unit.skill.clone(),
+                skill,
                 severity: f.severity,
                 confidence: f.confidence,
                 title: f.title.clone(),
@@ -283,6 +293,7 @@ pub fn build(
         findings.extend(unit_findings.iter().cloned());
         units.push(UnitReport {
             skill: unit.skill.clone(),
+            skills: unit.skills.clone(),
             path: unit.path.to_string(),
             start_line: unit.start_line,
             end_line: unit.end_line,

@@ -182,6 +182,7 @@ pub fn select(
                 min_confidence: None,
                 max_findings: None,
                 model: None,
+                consolidate: false,
             });
         out.push(ActiveSkill {
             skill: skill.clone(),

@@ -119,6 +119,7 @@ pub fn fixture() -> Report {
     let units = vec![
         UnitReport {
             skill: "security-review".into(),
+            skills: vec!["security-review".into()],
             path: "app/users.py".into(),
             start_line: 1,
             end_line: 25,
@@ -132,6 +133,7 @@ pub fn fixture() -> Report {
         },
         UnitReport {
             skill: "code-review".into(),
+            skills: vec!["code-review".into()],
             path: "src/config.rs".into(),
             start_line: 2,
             end_line: 14,
@@ -148,6 +150,7 @@ pub fn fixture() -> Report {
         },
         UnitReport {
             skill: "security-review".into(),
+            skills: vec!["security-review".into()],
             path: "web/app.js".into(),
             start_line: 1,
             end_line: 8,
@@ -161,6 +164,7 @@ pub fn fixture() -> Report {
         },
         UnitReport {
             skill: "code-review".into(),
+            skills: vec!["code-review".into()],
             path: "web/app.js".into(),
             start_line: 1,
             end_line: 8,

@@ -453,3 +453,57 @@ fn the_key_never_appears_in_any_output_even_when_the_provider_echoes_it() {
             .is_some_and(|h| h.contains(CANARY))
     }));
 }
+
+#[test]
+fn consolidated_skills_share_one_request_per_chunk_and_findings_keep_their_skill() {
+    let cfg = tempfile::tempdir().unwrap();
+    let path = cfg.path().join("warden.toml");
+    std::fs::write(
+        &path,
+        "version = 1\n[[skills]]\nname = \"code-review\"\nconsolidate = true\n[[skills]]\nname = \"security-review\"\nconsolidate = true\n\
+         [[routes]]\nname = \"sim\"\nprovider = \"sim\"\nprofile = \"healthy\"\ntimeScale = 600\n",
+    )
+    .unwrap();
+    let plan = warden()
+        .args(["plan", "--json", "-c", path.to_str().unwrap(), "--diff"])
+        .arg(fixture("demo.diff"))
+        .output()
+        .unwrap();
+    let plan: Value = serde_json::from_slice(&plan.stdout).unwrap();
+    let units = plan["units"].as_array().unwrap();
+    assert_eq!(
+        units.len() as u64,
+        plan["totals"]["chunks"].as_u64().unwrap(),
+        "one unit per chunk"
+    );
+    assert_eq!(
+        units[0]["skills"],
+        json!(["code-review", "security-review"])
+    );
+
+    let out = warden()
+        .args(["review", "--json", "-c", path.to_str().unwrap(), "--diff"])
+        .arg(fixture("demo.diff"))
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_valid(&report_schema(), &v);
+    assert_eq!(v["outcome"], "complete");
+    assert_eq!(v["summary"]["units"], 3);
+    let skill_of = |title: &str| {
+        v["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["title"] == title)
+            .map(|f| f["skill"].as_str().unwrap().to_string())
+    };
+    assert_eq!(
+        skill_of("SQL query built by string concatenation").as_deref(),
+        Some("security-review")
+    );
+    assert_eq!(
+        skill_of("unwrap() can panic on bad input").as_deref(),
+        Some("code-review")
+    );
+}
