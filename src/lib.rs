@@ -22,6 +22,7 @@ pub mod scan;
 pub mod severity;
 pub mod skills;
 pub mod telemetry;
+pub mod verify;
 
 pub use error::{Error, Result};
 

@@ -9,6 +9,7 @@ use crate::report::progress::{Mode, Progress};
 use crate::report::{self, github, sarif, summary_md, text};
 use crate::severity::{Confidence, FailOn, Severity};
 use crate::telemetry::{Options as TelemetryOptions, Telemetry};
+use crate::verify;
 use std::io::IsTerminal;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI32, Ordering};
@@ -194,7 +195,7 @@ pub(crate) fn review_cmd(args: &ReviewArgs) -> Result<i32> {
         .enable_all()
         .build()
         .map_err(|e| Error::io("<tokio runtime>", e))?;
-    let engine_report = runtime.block_on(async {
+    let (engine_report, verification) = runtime.block_on(async {
         let token = CancellationToken::new();
         spawn_signal_handler(token.clone(), signal_code.clone());
         let ticker = {
@@ -206,16 +207,40 @@ pub(crate) fn review_cmd(args: &ReviewArgs) -> Result<i32> {
                 }
             })
         };
-        let r = engine
-            .run(units, token)
+        let mut r = engine
+            .run(units, token.clone())
             .instrument(review_span.clone())
             .await;
+        // Optional work last: verify findings in whatever budget the review left.
+        let mut verification = None;
+        if settings.verification && !token.is_cancelled() {
+            let skills: Vec<&crate::skills::Skill> =
+                prepared.active.iter().map(|a| &a.skill).collect();
+            let (work, checked): (Vec<UnitWork>, Vec<usize>) =
+                verify::units(plan, &r, &skills, plan.units.len())
+                    .into_iter()
+                    .unzip();
+            let left = settings.execution.review_budget.saturating_sub(r.elapsed);
+            progress.add_units(work.len());
+            let pass = engine
+                .run_within(work, token.clone(), left)
+                .instrument(review_span.clone())
+                .await;
+            verification = Some(verify::apply(&mut r, &checked, &pass));
+            r.elapsed += pass.elapsed;
+        }
         ticker.abort();
-        r
+        (r, verification)
     });
     progress.finish();
 
-    let report = report::build(plan, &engine_report, settings, &prepared.active);
+    let report = report::build(
+        plan,
+        &engine_report,
+        settings,
+        &prepared.active,
+        verification.as_ref(),
+    );
     review_span.record(
         "warden.outcome",
         format!("{:?}", report.outcome).to_lowercase().as_str(),

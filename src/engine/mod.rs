@@ -111,6 +111,18 @@ impl Engine {
     /// Cancelling `interrupt` (a signal) cancels in-flight attempts at once, as budget
     /// expiry does; the report then still holds every finding received.
     pub async fn run(&self, units: Vec<UnitWork>, interrupt: CancellationToken) -> EngineReport {
+        self.run_within(units, interrupt, self.exec.review_budget)
+            .await
+    }
+
+    /// As [`Engine::run`], with `budget` in place of the review budget (a later phase of
+    /// the same review gets what the earlier one left). Breakers start closed again.
+    pub async fn run_within(
+        &self,
+        units: Vec<UnitWork>,
+        interrupt: CancellationToken,
+        budget: Duration,
+    ) -> EngineReport {
         let start = Instant::now();
         let shared = Shared {
             routes: self
@@ -128,7 +140,7 @@ impl Engine {
                 .collect(),
             exec: self.exec,
             start,
-            review_deadline: start + self.exec.review_budget,
+            review_deadline: start + budget,
             cancel: interrupt.child_token(),
             interrupted: interrupt.clone(),
             sink: self.sink.clone(),
@@ -180,7 +192,7 @@ impl Engine {
         EngineReport {
             units: results,
             elapsed: now - start,
-            budget: self.exec.review_budget,
+            budget,
             budget_expired,
             interrupted: interrupt.is_cancelled(),
             routes,

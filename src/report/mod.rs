@@ -50,6 +50,9 @@ pub struct Report {
     pub units: Vec<UnitReport>,
     pub findings: Vec<Finding>,
     pub skipped_files: Vec<Skipped>,
+    /// The verification pass, when enabled.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub verification: Option<crate::verify::Summary>,
     /// Route names in failover order (the `routes` object is keyed by name).
     pub route_order: Vec<String>,
     pub routes: BTreeMap<String, RouteMetrics>,
@@ -149,6 +152,9 @@ pub struct Finding {
     pub end_line: u32,
     pub route: String,
     pub model: String,
+    /// With the verification pass on: confirmed, or unverified (rejected ones are removed).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub verification: Option<crate::verify::Verdict>,
     /// The text of the finding's first line (empty when not in the chunk).
     #[serde(skip)]
     pub line_text: String,
@@ -204,6 +210,7 @@ pub fn build(
     engine: &EngineReport,
     settings: &Settings,
     active: &[ActiveSkill],
+    verification: Option<&(crate::verify::Verdicts, crate::verify::Summary)>,
 ) -> Report {
     let mut summary = Summary {
         units: plan.units.len(),
@@ -226,7 +233,7 @@ pub fn build(
             .unwrap_or_default();
         let mut unit_findings = Vec::new();
         summary.findings_dropped += result.dropped_findings;
-        for f in &result.findings {
+        for (fi, f) in result.findings.iter().enumerate() {
             // A consolidated unit's finding belongs to the skill the model named (if it is
             // one of the unit's), else to the unit's first skill.
             let skill = f
@@ -279,6 +286,11 @@ pub fn build(
                 end_line: f.end_line,
                 route: result.route.clone().unwrap_or_default(),
                 model: model.clone(),
+                verification: verification.map(|(v, _)| {
+                    v.get(&(result.unit, fi))
+                        .copied()
+                        .unwrap_or(crate::verify::Verdict::Unverified)
+                }),
                 line_text,
             });
         }
@@ -383,6 +395,7 @@ pub fn build(
         units,
         findings,
         skipped_files: plan.skipped_files.clone(),
+        verification: verification.map(|(_, s)| s.clone()),
         fail_on: settings.fail_on.to_string(),
         report_on: settings.report_on,
         min_confidence: settings.min_confidence,

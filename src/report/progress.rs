@@ -206,6 +206,15 @@ impl Progress {
         }
     }
 
+    /// More work joined the run (the verification pass).
+    pub fn add_units(&self, n: usize) {
+        let mut st = self.state.lock().expect("progress");
+        st.total += n;
+        if let Some(b) = &self.bar {
+            b.set_length(st.total as u64);
+        }
+    }
+
     pub fn sink(self: &Arc<Self>) -> Sink {
         let me = self.clone();
         Sink::new(move |e| me.on_event(&e))

@@ -187,6 +187,24 @@ pub fn render(r: &Report) -> String {
         let _ = writeln!(out);
     }
 
+    if let Some(v) = &r.verification {
+        let shed = v.units - v.completed;
+        let _ = writeln!(
+            out,
+            "Verification: {} confirmed, {} rejected (removed), {} unverified{}",
+            v.confirmed,
+            v.rejected,
+            v.unverified,
+            if shed > 0 {
+                format!(
+                    " ({shed} of {} verification units did not complete: optional work is shed first)",
+                    v.units
+                )
+            } else {
+                String::new()
+            }
+        );
+    }
     if !r.skipped_files.is_empty() {
         let _ = writeln!(
             out,

@@ -25,6 +25,7 @@ fn finding(skill: &str, sev: Severity, path: &str, line: u32, title: &str, desc:
         end_line: line,
         route: "primary".into(),
         model: "kimi-k2".into(),
+        verification: None,
         line_text: format!("line {line}"),
     }
 }
@@ -211,6 +212,7 @@ pub fn fixture() -> Report {
         },
         units,
         findings: vec![sqli, unwrap],
+        verification: None,
         skipped_files: vec![Skipped {
             path: "package-lock.json".into(),
             reason: "builtin:lockfile".into(),

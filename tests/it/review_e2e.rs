@@ -507,3 +507,84 @@ fn consolidated_skills_share_one_request_per_chunk_and_findings_keep_their_skill
         Some("code-review")
     );
 }
+
+#[test]
+fn the_verification_pass_removes_rejected_findings_and_is_shed_first() {
+    let s = Session::new(1);
+    let two = findings_answer(json!([
+        finding(11, "high", "Real bug"),
+        finding(12, "high", "False alarm")
+    ]));
+    let confirmed = findings_answer(json!([finding(11, "high", "Real bug")]));
+    s.fake.script(
+        "primary",
+        vec![Behavior::Answer(two.clone()), Behavior::Answer(confirmed)],
+    );
+    let cfg = std::fs::read_to_string(s.config_path()).unwrap();
+    s.write_config(&cfg.replacen(
+        "version = 1\n",
+        "version = 1\n[defaults.verification]\nenabled = true\n",
+        1,
+    ));
+    let (code, v) = s.review_json(&[]);
+    assert_eq!(code, 1);
+    assert_eq!(v["outcome"], "complete");
+    let titles: Vec<&str> = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["title"].as_str().unwrap())
+        .collect();
+    assert_eq!(titles, ["Real bug"]);
+    assert_eq!(v["findings"][0]["verification"], "confirmed");
+    assert_eq!(v["verification"]["rejected"], 1);
+    assert_eq!(
+        s.fake.requests_for("primary").len(),
+        2,
+        "one review request, one verification request"
+    );
+    // The verification request carries the claimed findings as data.
+    let body = s.fake.requests_for("primary")[1].body.to_string();
+    assert!(
+        body.contains("False alarm") && body.contains("verification pass"),
+        "{body}"
+    );
+
+    // When the review leaves less than one hunk budget, verification is shed: both
+    // findings stay, marked unverified.
+    let slow = Behavior::DelayHeaders(Duration::from_millis(1500), Box::new(Behavior::Answer(two)));
+    s.fake.script("primary", vec![slow]);
+    s.config(&[
+        ("reviewBudget", "4s"),
+        ("hunkBudget", "3s"),
+        ("requestTimeout", "3s"),
+        ("firstTokenTimeout", "3s"),
+    ]);
+    let cfg = std::fs::read_to_string(s.config_path()).unwrap();
+    s.write_config(&cfg.replacen(
+        "version = 1\n",
+        "version = 1\n[defaults.verification]\nenabled = true\n",
+        1,
+    ));
+    let before = s.fake.requests_for("primary").len();
+    let (code, v) = s.review_json(&[]);
+    assert_eq!(code, 1);
+    assert_eq!(
+        v["outcome"], "complete",
+        "verification is optional: shedding it does not make the review partial"
+    );
+    assert_eq!(v["findings"].as_array().unwrap().len(), 2);
+    assert!(
+        v["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|f| f["verification"] == "unverified")
+    );
+    assert_eq!(v["verification"]["byStatus"]["skipped"], 1);
+    assert_eq!(
+        s.fake.requests_for("primary").len(),
+        before + 1,
+        "no verification request was sent"
+    );
+}
