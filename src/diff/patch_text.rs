@@ -496,6 +496,19 @@ diff --git a/run.sh b/run.sh\nold mode 100644\nnew mode 100755\n";
     }
 
     #[test]
+    fn copies_and_deletions() {
+        let text = b"diff --git a/a.rs b/b.rs\nsimilarity index 95%\ncopy from a.rs\ncopy to b.rs\n--- a/a.rs\n+++ b/b.rs\n@@ -1 +1,2 @@\n x\n+y\n\
+diff --git a/gone.rs b/gone.rs\ndeleted file mode 100644\n--- a/gone.rs\n+++ /dev/null\n@@ -1,2 +0,0 @@\n-a\n-b\n";
+        let set = parse(text, "t").unwrap();
+        assert_eq!(set.files[0].status, ChangeStatus::Copied);
+        assert_eq!(set.files[0].path.to_string(), "b.rs");
+        assert_eq!(set.files[0].old_path.as_ref().unwrap().to_string(), "a.rs");
+        assert_eq!(set.files[1].status, ChangeStatus::Deleted);
+        assert_eq!(set.files[1].path.to_string(), "gone.rs");
+        assert_eq!(set.files[1].removed(), 2);
+    }
+
+    #[test]
     fn unquotes_octal_escaped_non_utf8_paths() {
         let text = b"diff --git \"a/caf\\303\\251\" \"b/caf\\303\\251\"\nnew file mode 100644\n--- /dev/null\n+++ \"b/caf\\303\\251\"\n@@ -0,0 +1 @@\n+x\n";
         let set = parse(text, "t").unwrap();

@@ -588,3 +588,63 @@ fn the_verification_pass_removes_rejected_findings_and_is_shed_first() {
         "no verification request was sent"
     );
 }
+
+#[test]
+fn progress_is_plain_timestamped_lines_on_a_pipe_and_silent_with_q() {
+    let s = Session::new(2);
+    let (_, _, stderr) = s.review(&["--skill", "code-review", "--json"]);
+    let lines: Vec<&str> = stderr.lines().filter(|l| l.starts_with('[')).collect();
+    assert!(!lines.is_empty(), "{stderr}");
+    assert!(
+        lines
+            .last()
+            .unwrap()
+            .contains("2/2 units done (2 reviewed, 0 not)"),
+        "{stderr}"
+    );
+    assert!(
+        lines.iter().all(|l| l.contains("s] ")),
+        "timestamped: {stderr}"
+    );
+    assert!(
+        !stderr.contains('\u{1b}'),
+        "no escape codes on a pipe: {stderr:?}"
+    );
+    let (_, _, stderr) = s.review(&["--skill", "code-review", "--json", "-q"]);
+    assert!(stderr.is_empty(), "{stderr}");
+}
+
+#[test]
+fn init_writes_a_starter_that_works_and_refuses_to_overwrite() {
+    let r = Repo::new();
+    r.write("a.rs", "fn a() {}\n").commit_all("base");
+    let out = r.warden(&["init"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert!(r.path().join("warden.toml").is_file());
+    let again = r.warden(&["init"]).output().unwrap();
+    assert_eq!(again.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&again.stderr).contains("--force"));
+    assert_eq!(
+        r.warden(&["init", "--force"])
+            .output()
+            .unwrap()
+            .status
+            .code(),
+        Some(0)
+    );
+    // The starter's sim route reviews a change with no key.
+    r.git(&["add", "warden.toml"]);
+    r.git(&["commit", "-qm", "config"]);
+    r.write("a.rs", "fn a() { let x = y.unwrap(); }\n");
+    let out = r.warden(&["review", "--json", "-q"]).output().unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+    assert_eq!(v["outcome"], "complete");
+    assert!(
+        v["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|f| f["title"] == "unwrap() can panic on bad input")
+    );
+}
