@@ -226,3 +226,35 @@ fn a_patch_file_needs_no_repository() {
         .unwrap();
     assert!(out.status.success());
 }
+
+#[test]
+fn dash_c_runs_as_if_started_in_the_directory() {
+    let r = base_repo();
+    r.write("src/new.rs", "fn added() {}\n");
+    let elsewhere = tempfile::tempdir().unwrap();
+    let out = warden()
+        .current_dir(elsewhere.path())
+        .args(["plan", "--json", "-C"])
+        .arg(r.path().join("src"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let plan: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        paths(&plan["files"]),
+        ["src/new.rs"],
+        "paths stay relative to the repository root"
+    );
+    let out = warden()
+        .args(["plan", "-C", "/definitely/not/here"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("-C /definitely/not/here: no such directory")
+    );
+}
