@@ -226,8 +226,8 @@ pub(crate) fn review_cmd(args: &ReviewArgs) -> Result<i32> {
                 .run_within(work, token.clone(), left)
                 .instrument(review_span.clone())
                 .await;
-            verification = Some(verify::apply(&mut r, &checked, &pass));
             r.elapsed += pass.elapsed;
+            verification = Some(verify::apply(&mut r, &checked, pass));
         }
         ticker.abort();
         (r, verification)

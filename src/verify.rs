@@ -37,6 +37,15 @@ pub struct Summary {
 /// Verdicts per (review unit index, finding index).
 pub type Verdicts = BTreeMap<(usize, usize), Verdict>;
 
+/// The pass as the report needs it.
+#[derive(Debug, Clone)]
+pub struct Pass {
+    pub verdicts: Verdicts,
+    pub summary: Summary,
+    /// The engine's report of the pass (its attempts count in the route figures).
+    pub engine: EngineReport,
+}
+
 /// One verification unit per reviewed unit with findings; `first_index` numbers them after
 /// the review's own units. Returns the work and, for each, the review unit it checks.
 pub fn units(
@@ -100,11 +109,7 @@ fn prompt(base: Prompt, findings: &[ModelFinding]) -> Prompt {
 }
 
 /// Applies the pass: rejected findings leave `review`; verdicts and a summary come back.
-pub fn apply(
-    review: &mut EngineReport,
-    checked: &[usize],
-    pass: &EngineReport,
-) -> (Verdicts, Summary) {
+pub fn apply(review: &mut EngineReport, checked: &[usize], pass: EngineReport) -> Pass {
     let mut verdicts = Verdicts::new();
     let mut summary = Summary {
         units: pass.units.len(),
@@ -148,5 +153,9 @@ pub fn apply(
         }
         target.findings = kept;
     }
-    (verdicts, summary)
+    Pass {
+        verdicts,
+        summary,
+        engine: pass,
+    }
 }

@@ -73,14 +73,46 @@ fn percentiles(values: &[u64]) -> (Option<u64>, Option<u64>, Option<u64>) {
     )
 }
 
+/// Figures per route over the review's units and, when it ran, the verification pass
+/// (its requests count too; its breakers started closed, so opens and time open add up).
 pub(super) fn route_metrics(
     engine: &EngineReport,
     units: &[UnitReport],
+    verification: Option<&EngineReport>,
 ) -> BTreeMap<String, RouteMetrics> {
+    let extra: Vec<UnitReport> = verification
+        .map(|v| {
+            v.units
+                .iter()
+                .map(|u| UnitReport {
+                    skill: String::new(),
+                    skills: Vec::new(),
+                    path: String::new(),
+                    start_line: 0,
+                    end_line: 0,
+                    optional: true,
+                    status: u.status,
+                    route: u.route.clone(),
+                    reason: u.reason.clone(),
+                    routes_tried: u.routes_tried.clone(),
+                    attempts: u.attempts.iter().map(super::AttemptReport::from).collect(),
+                    findings: Vec::new(),
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let all: Vec<&UnitReport> = units.iter().chain(&extra).collect();
     let mut out = BTreeMap::new();
     for name in &engine.route_order {
-        let summary = &engine.routes[name];
-        let attempts: Vec<_> = units
+        let mut summary = engine.routes[name].clone();
+        if let Some(later) = verification.and_then(|v| v.routes.get(name)) {
+            summary.breaker = later.breaker;
+            summary.opens += later.opens;
+            summary.time_open += later.time_open;
+            summary.peak_in_flight = summary.peak_in_flight.max(later.peak_in_flight);
+        }
+        let summary = &summary;
+        let attempts: Vec<_> = all
             .iter()
             .flat_map(|u| &u.attempts)
             .filter(|a| &a.route == name)
@@ -103,7 +135,7 @@ pub(super) fn route_metrics(
         let mut retries = 0;
         let mut from = 0;
         let mut to = 0;
-        for u in units {
+        for u in &all {
             for w in u.routes_tried.windows(2) {
                 if w[0] == w[1] && w[0] == *name {
                     retries += 1;

@@ -185,6 +185,35 @@ impl Report {
     }
 }
 
+impl From<&crate::engine::AttemptLog> for AttemptReport {
+    fn from(a: &crate::engine::AttemptLog) -> Self {
+        let r = &a.record;
+        let ms = |d: std::time::Duration| d.as_millis() as u64;
+        AttemptReport {
+            number: a.number,
+            route: r.route.clone(),
+            provider: r.provider.to_string(),
+            model: r.model.clone(),
+            model_answered: r.model_answered.clone(),
+            outcome: r.outcome.as_str().to_string(),
+            stage: r.stage.map(|s| s.as_str().to_string()),
+            started_ms: ms(a.started),
+            duration_ms: ms(r.duration),
+            deadline_ms: ms(r.deadline),
+            headers_ms: r.headers.map(ms),
+            ttft_ms: r.ttft.map(ms),
+            http_status: r.http_status,
+            request_id: r.request_id.clone(),
+            input_tokens: r.usage.and_then(|u| u.input_tokens),
+            output_tokens: r.usage.and_then(|u| u.output_tokens),
+            cost: r.usage.and_then(|u| u.cost),
+            retry_after_ms: r.retry_after.map(ms),
+            probe: a.probe,
+            reason: r.reason.clone(),
+        }
+    }
+}
+
 /// Milliseconds as seconds with one decimal for tables ("4.2s"), or `none` when absent.
 pub(crate) fn secs(v: Option<u64>, none: &str) -> String {
     v.map(|v| format!("{:.1}s", v as f64 / 1000.0))
@@ -210,7 +239,7 @@ pub fn build(
     engine: &EngineReport,
     settings: &Settings,
     active: &[ActiveSkill],
-    verification: Option<&(crate::verify::Verdicts, crate::verify::Summary)>,
+    verification: Option<&crate::verify::Pass>,
 ) -> Report {
     let mut summary = Summary {
         units: plan.units.len(),
@@ -286,8 +315,9 @@ pub fn build(
                 end_line: f.end_line,
                 route: result.route.clone().unwrap_or_default(),
                 model: model.clone(),
-                verification: verification.map(|(v, _)| {
-                    v.get(&(result.unit, fi))
+                verification: verification.map(|v| {
+                    v.verdicts
+                        .get(&(result.unit, fi))
                         .copied()
                         .unwrap_or(crate::verify::Verdict::Unverified)
                 }),
@@ -314,36 +344,7 @@ pub fn build(
             route: result.route.clone(),
             reason: result.reason.clone(),
             routes_tried: result.routes_tried.clone(),
-            attempts: result
-                .attempts
-                .iter()
-                .map(|a| {
-                    let r = &a.record;
-                    let ms = |d: std::time::Duration| d.as_millis() as u64;
-                    AttemptReport {
-                        number: a.number,
-                        route: r.route.clone(),
-                        provider: r.provider.to_string(),
-                        model: r.model.clone(),
-                        model_answered: r.model_answered.clone(),
-                        outcome: r.outcome.as_str().to_string(),
-                        stage: r.stage.map(|s| s.as_str().to_string()),
-                        started_ms: ms(a.started),
-                        duration_ms: ms(r.duration),
-                        deadline_ms: ms(r.deadline),
-                        headers_ms: r.headers.map(ms),
-                        ttft_ms: r.ttft.map(ms),
-                        http_status: r.http_status,
-                        request_id: r.request_id.clone(),
-                        input_tokens: r.usage.and_then(|u| u.input_tokens),
-                        output_tokens: r.usage.and_then(|u| u.output_tokens),
-                        cost: r.usage.and_then(|u| u.cost),
-                        retry_after_ms: r.retry_after.map(ms),
-                        probe: a.probe,
-                        reason: r.reason.clone(),
-                    }
-                })
-                .collect(),
+            attempts: result.attempts.iter().map(AttemptReport::from).collect(),
             findings: unit_findings,
         });
     }
@@ -388,14 +389,14 @@ pub fn build(
         budget_ms: engine.budget.as_millis() as u64,
         budget_expired: engine.budget_expired,
         interrupted: engine.interrupted,
-        routes: metrics::route_metrics(engine, &units),
+        routes: metrics::route_metrics(engine, &units, verification.map(|v| &v.engine)),
         route_order: engine.route_order.clone(),
         summary,
         counters,
         units,
         findings,
         skipped_files: plan.skipped_files.clone(),
-        verification: verification.map(|(_, s)| s.clone()),
+        verification: verification.map(|v| v.summary.clone()),
         fail_on: settings.fail_on.to_string(),
         report_on: settings.report_on,
         min_confidence: settings.min_confidence,
