@@ -126,12 +126,7 @@ impl Decoder for AnthropicDecoder {
     }
 
     fn body(&mut self, body: &[u8]) -> Result<Answer, Failure> {
-        let v: Value = serde_json::from_slice(body).map_err(|e| {
-            Failure::new(
-                Outcome::BadResponse,
-                format!("unparseable response body: {e}"),
-            )
-        })?;
+        let v = super::http::json_body(body)?;
         if v.get("type").and_then(Value::as_str) == Some("error") {
             return Err(Failure::new(
                 Outcome::Unavailable,

@@ -42,6 +42,16 @@ pub(crate) trait Decoder: Send {
     fn body(&mut self, body: &[u8]) -> Result<Answer, Failure>;
 }
 
+/// Parses a whole non-streaming body; anything but JSON is a `bad_response`.
+pub(crate) fn json_body(body: &[u8]) -> Result<serde_json::Value, Failure> {
+    serde_json::from_slice(body).map_err(|e| {
+        Failure::new(
+            Outcome::BadResponse,
+            format!("unparseable response body: {e}"),
+        )
+    })
+}
+
 /// What the wire did, measured.
 #[derive(Debug)]
 pub(crate) struct Exchange {

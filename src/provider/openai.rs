@@ -125,12 +125,7 @@ impl Decoder for OpenAiDecoder {
     }
 
     fn body(&mut self, body: &[u8]) -> Result<Answer, Failure> {
-        let v: Value = serde_json::from_slice(body).map_err(|e| {
-            Failure::new(
-                Outcome::BadResponse,
-                format!("unparseable response body: {e}"),
-            )
-        })?;
+        let v = super::http::json_body(body)?;
         if let Some(msg) = error_in(&v) {
             return Err(Failure::new(
                 Outcome::Unavailable,
