@@ -340,22 +340,15 @@ fn cancelled_record(
     ran: Duration,
 ) -> AttemptRecord {
     AttemptRecord {
-        route: route.name.clone(),
-        provider: route.provider.kind(),
-        model: route.provider.model().to_string(),
-        model_answered: None,
-        headers: None,
-        ttft: None,
         duration: ran,
-        deadline: req.limits.total,
-        bytes: 0,
-        usage: None,
-        http_status: None,
-        request_id: None,
         outcome: Outcome::Cancelled,
-        stage: None,
         reason: "cancelled: the connection was closed".into(),
-        retry_after: None,
+        ..AttemptRecord::new(
+            &route.name,
+            route.provider.kind(),
+            route.provider.model(),
+            req.limits.total,
+        )
     }
 }
 

@@ -126,6 +126,35 @@ pub struct AttemptRecord {
     pub retry_after: Option<Duration>,
 }
 
+impl AttemptRecord {
+    /// A record for an attempt that is starting: outcome `ok` and nothing measured yet.
+    pub fn new(
+        route: impl Into<String>,
+        provider: &'static str,
+        model: impl Into<String>,
+        deadline: Duration,
+    ) -> Self {
+        AttemptRecord {
+            route: route.into(),
+            provider,
+            model: model.into(),
+            model_answered: None,
+            headers: None,
+            ttft: None,
+            duration: Duration::ZERO,
+            deadline,
+            bytes: 0,
+            usage: None,
+            http_status: None,
+            request_id: None,
+            outcome: Outcome::Ok,
+            stage: None,
+            reason: String::new(),
+            retry_after: None,
+        }
+    }
+}
+
 fn ms<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_u64(d.as_millis() as u64)
 }

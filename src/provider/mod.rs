@@ -171,22 +171,18 @@ impl HttpProvider {
         )
         .await;
         let mut record = AttemptRecord {
-            route: self.route.name.clone(),
-            provider: self.route.provider.as_str(),
-            model: self.route.model.clone(),
-            model_answered: None,
             headers: ex.headers,
             ttft: ex.ttft,
             duration: ex.duration,
-            deadline: req.limits.total,
             bytes: ex.bytes,
-            usage: None,
             http_status: ex.status,
             request_id: ex.request_id,
-            outcome: Outcome::Ok,
-            stage: None,
-            reason: String::new(),
-            retry_after: None,
+            ..AttemptRecord::new(
+                &self.route.name,
+                self.route.provider.as_str(),
+                &self.route.model,
+                req.limits.total,
+            )
         };
         let result = ex.result.and_then(|answer| {
             record.model_answered = answer.model.clone();

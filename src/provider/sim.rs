@@ -183,24 +183,8 @@ impl SimProvider {
     async fn run(&self, req: &AttemptRequest) -> Attempt {
         let limits = req.limits;
         let first = limits.first_token.min(limits.total);
-        let mut record = AttemptRecord {
-            route: self.route.name.clone(),
-            provider: "sim",
-            model: self.route.model.clone(),
-            model_answered: None,
-            headers: None,
-            ttft: None,
-            duration: Duration::ZERO,
-            deadline: limits.total,
-            bytes: 0,
-            usage: None,
-            http_status: None,
-            request_id: None,
-            outcome: Outcome::Ok,
-            stage: None,
-            reason: String::new(),
-            retry_after: None,
-        };
+        let mut record =
+            AttemptRecord::new(&self.route.name, "sim", &self.route.model, limits.total);
         let quick = self.real(0.02).min(Duration::from_millis(200));
         let timeout = |stage: Stage, reason: String| Failure {
             outcome: Outcome::Timeout,

@@ -80,22 +80,8 @@ impl Scripted {
         let start = Instant::now();
         let deadline = req.limits.total;
         let mut record = AttemptRecord {
-            route: self.name.clone(),
-            provider: "scripted",
-            model: "m".into(),
             model_answered: Some("m".into()),
-            headers: None,
-            ttft: None,
-            duration: Duration::ZERO,
-            deadline,
-            bytes: 0,
-            usage: None,
-            http_status: None,
-            request_id: None,
-            outcome: Outcome::Ok,
-            stage: None,
-            reason: String::new(),
-            retry_after: None,
+            ..AttemptRecord::new(&self.name, "scripted", "m", deadline)
         };
         let wait = |d: Duration| async move {
             if d > deadline {
