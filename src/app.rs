@@ -73,8 +73,9 @@ pub(crate) fn warn(ui: &Ui, settings: &Settings) {
         .unwrap_or_default();
     for w in &settings.warnings {
         eprintln!(
-            "{} {origin}{w}",
-            console::style("warning:").yellow().for_stderr()
+            "{} {}",
+            console::style("warning:").yellow().for_stderr(),
+            crate::report::escape::block(&format!("{origin}{w}"))
         );
     }
 }
@@ -171,7 +172,7 @@ fn plan_cmd(args: &PlanArgs) -> Result<i32> {
     let text = if args.json || args.format == PlanFormat::Json {
         let mut s = serde_json::to_string_pretty(&prepared.plan).expect("plan serializes");
         s.push('\n');
-        s
+        crate::report::escape::json_doc(&s)
     } else {
         plan::render_text(&prepared.plan)
     };

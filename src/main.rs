@@ -7,9 +7,11 @@ fn main() {
     let code = match warden::app::run(cli) {
         Ok(code) => code,
         Err(err) => {
+            // Messages name repository paths and quote provider text: escaped lines.
             eprintln!(
-                "{} {err}",
-                console::style("error:").red().bold().for_stderr()
+                "{} {}",
+                console::style("error:").red().bold().for_stderr(),
+                warden::report::escape::block(&err.to_string())
             );
             err.exit_code()
         }

@@ -6,7 +6,7 @@ use crate::config::{Route, Settings};
 use crate::engine::{Engine, EngineRoute, UnitLabels, UnitWork};
 use crate::error::{Error, Result};
 use crate::report::progress::{Mode, Progress};
-use crate::report::{self, github, sarif, summary_md, text};
+use crate::report::{self, escape, github, sarif, summary_md, text};
 use crate::severity::{Confidence, FailOn, Severity};
 use crate::telemetry::{Options as TelemetryOptions, Telemetry};
 use crate::verify;
@@ -253,9 +253,9 @@ pub(crate) fn review_cmd(args: &ReviewArgs) -> Result<i32> {
         ReviewFormat::Json => {
             let mut s = serde_json::to_string_pretty(&report).expect("report serializes");
             s.push('\n');
-            s
+            escape::json_doc(&s)
         }
-        ReviewFormat::Sarif => sarif::render(&report),
+        ReviewFormat::Sarif => escape::json_doc(&sarif::render(&report)),
         ReviewFormat::Github => github::render(&report),
     };
     emit(args.output.as_deref(), &text)?;

@@ -2,13 +2,19 @@
 //! skipped files with reasons, totals.
 
 use super::Plan;
+use crate::report::escape;
 use console::style;
 use std::fmt::Write;
 
 pub fn render_text(plan: &Plan) -> String {
     let mut out = String::new();
     let t = &plan.totals;
-    let _ = writeln!(out, "{} {}", style("Plan for").bold(), plan.target);
+    let _ = writeln!(
+        out,
+        "{} {}",
+        style("Plan for").bold(),
+        escape::inline(&plan.target)
+    );
     let _ = writeln!(out, "skills: {}", plan.skills.join(", "));
     let _ = writeln!(out);
     if plan.files.is_empty() {
@@ -26,7 +32,7 @@ pub fn render_text(plan: &Plan) -> String {
             out,
             "{:>4}. {}  {} {}  score {}  {} chunk{}, {} unit{}",
             i + 1,
-            style(&f.path).cyan(),
+            style(escape::inline(&f.path.to_string())).cyan(),
             style(format!("+{}", f.added)).green(),
             style(format!("-{}", f.removed)).red(),
             f.score,
@@ -74,9 +80,9 @@ pub fn render_text(plan: &Plan) -> String {
             let _ = writeln!(
                 out,
                 "      {}  {}  {}",
-                style(&s.path).dim(),
+                style(escape::inline(&s.path.to_string())).dim(),
                 style(&s.reason).yellow(),
-                s.detail
+                escape::inline(&s.detail)
             );
         }
     }

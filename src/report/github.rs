@@ -2,20 +2,9 @@
 //! and one per unit that was not reviewed, escaped as the runner expects.
 
 use super::Report;
+use super::escape::{gh_data as escape_data, gh_property as escape_property};
 use crate::severity::Severity;
 use std::fmt::Write;
-
-/// Escapes a command's message (data).
-pub fn escape_data(s: &str) -> String {
-    s.replace('%', "%25")
-        .replace('\r', "%0D")
-        .replace('\n', "%0A")
-}
-
-/// Escapes a command's property value (also `:` and `,`).
-pub fn escape_property(s: &str) -> String {
-    escape_data(s).replace(':', "%3A").replace(',', "%2C")
-}
 
 fn command(s: Severity) -> &'static str {
     match s {
@@ -75,15 +64,4 @@ pub fn render(r: &Report) -> String {
         ))
     );
     out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn escaping_follows_the_runner_rules() {
-        assert_eq!(escape_data("50% done\r\nnext"), "50%25 done%0D%0Anext");
-        assert_eq!(escape_property("a:b,c%"), "a%3Ab%2Cc%25");
-    }
 }

@@ -2,6 +2,7 @@
 //! section 8), built from the plan and the engine's report. Renderers never decide
 //! policy; they only show this model.
 
+pub mod escape;
 pub mod github;
 mod metrics;
 pub mod progress;

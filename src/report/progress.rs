@@ -179,7 +179,13 @@ impl Progress {
         if let Some(n) = note
             && (self.verbose || important)
         {
-            self.say(style(n).dim().for_stderr().to_string());
+            // Reasons carry provider text: one escaped line each.
+            self.say(
+                style(super::escape::inline(&n))
+                    .dim()
+                    .for_stderr()
+                    .to_string(),
+            );
         }
         self.refresh(false);
     }

@@ -1,13 +1,10 @@
 //! The Markdown summary appended to `$GITHUB_STEP_SUMMARY`: outcome, findings, coverage
 //! by status, and per-route figures.
 
+use super::escape::{md_code, md_code_cell as code, md_inline as cell};
 use super::{Report, ReviewOutcome};
 use crate::engine::UnitStatus;
 use std::fmt::Write;
-
-fn cell(s: &str) -> String {
-    s.replace('|', "\\|").replace('\n', " ")
-}
 
 pub fn render(r: &Report) -> String {
     let mut out = String::new();
@@ -27,11 +24,11 @@ pub fn render(r: &Report) -> String {
     let _ = writeln!(out, "## warden review\n");
     let _ = writeln!(
         out,
-        "{verdict} · {} findings · {:.1}s of a {:.0}s budget · `{}`\n",
+        "{verdict} · {} findings · {:.1}s of a {:.0}s budget · {}\n",
         s.findings,
         r.duration_ms as f64 / 1000.0,
         r.budget_ms as f64 / 1000.0,
-        cell(&r.target)
+        md_code(&r.target)
     );
     if !r.findings.is_empty() {
         let _ = writeln!(
@@ -41,13 +38,13 @@ pub fn render(r: &Report) -> String {
         for f in &r.findings {
             let _ = writeln!(
                 out,
-                "| {} | `{}` | {}-{} | {} | {} |",
+                "| {} | {} | {}-{} | {} | {} |",
                 f.severity,
-                cell(&f.path),
+                code(&f.path),
                 f.start_line,
                 f.end_line,
                 cell(&f.title),
-                f.skill
+                cell(&f.skill)
             );
         }
         let _ = writeln!(out);
@@ -74,11 +71,9 @@ pub fn render(r: &Report) -> String {
         for u in missing.iter().take(100) {
             let _ = writeln!(
                 out,
-                "- `{}:{}-{}` ({}) **{}**: {}",
-                cell(&u.path),
-                u.start_line,
-                u.end_line,
-                u.skill,
+                "- {} ({}) **{}**: {}",
+                md_code(&format!("{}:{}-{}", u.path, u.start_line, u.end_line)),
+                cell(&u.skill),
                 u.status.as_str(),
                 cell(&u.reason)
             );

@@ -1,7 +1,7 @@
 //! The report for people: findings grouped by file and, whenever the review is not
 //! complete, a banner that cannot be missed saying what was NOT reviewed.
 
-use super::{Report, ReviewOutcome};
+use super::{Report, ReviewOutcome, escape};
 use crate::engine::UnitStatus;
 use crate::severity::Severity;
 use console::style;
@@ -11,23 +11,13 @@ use std::fmt::Write;
 /// How many not-reviewed units are listed by location before "and N more".
 const LIST_LIMIT: usize = 20;
 
-/// Model output is data: control characters (escape sequences that could restyle or
-/// rewrite the terminal) are shown as U+FFFD, never sent raw.
-fn clean(s: &str) -> String {
-    s.chars()
-        .map(|c| {
-            if c.is_control() && c != '\n' {
-                '\u{fffd}'
-            } else {
-                c
-            }
-        })
-        .collect()
-}
-
-/// Writes `text` indented under a finding, one output line per input line.
+/// Writes `text` (model output) indented under a finding, one output line per input line,
+/// each escaped so that no line can pass for a CI command or restyle the terminal.
 fn indented(out: &mut String, prefix: &str, text: &str) {
-    for (i, line) in clean(text).lines().enumerate() {
+    for (i, line) in escape::lines(text.trim_end_matches(['\n', '\r']))
+        .iter()
+        .enumerate()
+    {
         let lead = if i == 0 { prefix } else { "" };
         let _ = writeln!(out, "           {lead}{line}");
     }
@@ -45,7 +35,12 @@ fn severity_label(s: Severity) -> String {
 
 pub fn render(r: &Report) -> String {
     let mut out = String::new();
-    let _ = writeln!(out, "{} {}", style("warden review:").bold(), r.target);
+    let _ = writeln!(
+        out,
+        "{} {}",
+        style("warden review:").bold(),
+        escape::inline(&r.target)
+    );
     let _ = writeln!(out);
 
     if r.findings.is_empty() {
@@ -76,7 +71,7 @@ pub fn render(r: &Report) -> String {
         }
         for (path, mut list) in by_file {
             list.sort_by_key(|f| (f.start_line, std::cmp::Reverse(f.severity)));
-            let _ = writeln!(out, "{}", style(path).cyan().bold());
+            let _ = writeln!(out, "{}", style(escape::line_start(path)).cyan().bold());
             for f in list {
                 let lines = if f.end_line > f.start_line {
                     format!("{}-{}", f.start_line, f.end_line)
@@ -88,8 +83,13 @@ pub fn render(r: &Report) -> String {
                     "  {:>7}  {} {}  {}",
                     lines,
                     severity_label(f.severity),
-                    style(clean(&f.title)).bold(),
-                    style(format!("[{}, {} confidence]", f.skill, f.confidence)).dim()
+                    style(escape::inline(&f.title)).bold(),
+                    style(format!(
+                        "[{}, {} confidence]",
+                        escape::inline(&f.skill),
+                        f.confidence
+                    ))
+                    .dim()
                 );
                 indented(&mut out, "", &f.description);
                 if let Some(s) = &f.suggestion {
@@ -125,12 +125,12 @@ pub fn render(r: &Report) -> String {
             let _ = writeln!(
                 out,
                 "  {}:{}-{} ({}) {}: {}",
-                u.path,
+                escape::inline(&u.path),
                 u.start_line,
                 u.end_line,
-                u.skill,
+                escape::inline(&u.skill),
                 style(u.status.as_str()).yellow(),
-                clean(&u.reason)
+                escape::inline(&u.reason)
             );
         }
         if missing.len() > LIST_LIMIT {

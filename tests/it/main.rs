@@ -15,3 +15,4 @@ mod scan_policy;
 mod selection;
 mod skills;
 mod telemetry;
+mod trust;

@@ -127,6 +127,7 @@ pub fn warden() -> Command {
     let mut cmd = Command::cargo_bin("warden").expect("binary built");
     cmd.env_remove("NO_COLOR")
         .env_remove("GITHUB_STEP_SUMMARY")
+        .env_remove("CI")
         .env("GIT_CONFIG_NOSYSTEM", "1");
     cmd
 }
