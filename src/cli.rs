@@ -1,9 +1,18 @@
-//! Command-line types (clap). They stop at `app.rs`, which turns them into a target and
-//! settings; nothing below sees clap.
+//! Command-line types (clap). Values are typed at this boundary (severities, formats,
+//! durations), so `--help` lists them and a bad value is a clap error naming the flag.
+//! They stop at the command layer, which turns them into a [`prepare::Selection`] and
+//! [`config::Overrides`]; nothing in the library below sees clap.
 
+use crate::config::{self, Overrides};
+use crate::diff::Target;
+use crate::prepare;
+use crate::severity::{Confidence, FailOn, Severity};
+use clap::builder::PossibleValue;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
+use std::time::Duration;
 
+/// `warden [COMMAND] [ARGS]`.
 #[derive(Debug, Parser)]
 #[command(
     name = "warden",
@@ -13,6 +22,7 @@ use std::path::PathBuf;
     disable_help_subcommand = true
 )]
 pub struct Cli {
+    /// The command; none means `review`.
     #[command(subcommand)]
     pub command: Option<Command>,
     /// With no subcommand, warden runs `review`.
@@ -20,6 +30,7 @@ pub struct Cli {
     pub review: ReviewArgs,
 }
 
+/// The subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Review a diff with the configured skills and routes (the default command).
@@ -62,6 +73,7 @@ pub struct Selection {
     pub skills: Vec<String>,
 }
 
+/// Output settings shared by the commands.
 #[derive(Debug, Clone, Args, Default)]
 pub struct Ui {
     /// When to use colour.
@@ -75,8 +87,10 @@ pub struct Ui {
     pub verbose: bool,
 }
 
+/// `warden review`.
 #[derive(Debug, Clone, Args, Default)]
 pub struct ReviewArgs {
+    /// Which diff.
     #[command(flatten)]
     pub selection: Selection,
     /// Report format.
@@ -88,18 +102,18 @@ pub struct ReviewArgs {
     /// Write the report to FILE instead of stdout.
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
-    /// Fail (exit 1) on a finding at or above this severity: critical, high, medium, low, info, off.
-    #[arg(long, value_name = "SEV")]
-    pub fail_on: Option<String>,
-    /// Report findings at or above this severity.
-    #[arg(long, value_name = "SEV")]
-    pub report_on: Option<String>,
-    /// Drop findings below this confidence: high, medium, low.
-    #[arg(long, value_name = "LVL")]
-    pub min_confidence: Option<String>,
-    /// Review budget for the whole run, e.g. 15m, 90s.
-    #[arg(long, value_name = "DUR")]
-    pub budget: Option<String>,
+    /// Fail (exit 1) on a finding at or above this severity, for every skill (`off`: never).
+    #[arg(long, value_enum, ignore_case = true, value_name = "SEV")]
+    pub fail_on: Option<FailOn>,
+    /// Report findings at or above this severity, for every skill.
+    #[arg(long, value_enum, ignore_case = true, value_name = "SEV")]
+    pub report_on: Option<Severity>,
+    /// Drop findings below this confidence, for every skill.
+    #[arg(long, value_enum, ignore_case = true, value_name = "LVL")]
+    pub min_confidence: Option<Confidence>,
+    /// Review budget for the whole run, e.g. 15m, 90s (at most 7 days).
+    #[arg(long, value_name = "DUR", value_parser = parse_budget)]
+    pub budget: Option<Duration>,
     /// Use the built-in simulator instead of the configured routes: a `slow-tail` (or
     /// PROFILE) primary and a `healthy` fallback, played 60x faster, with the budgets
     /// scaled to match. No key, no network.
@@ -112,12 +126,15 @@ pub struct ReviewArgs {
     /// default: telemetry carries no repository content unless you opt in.
     #[arg(long)]
     pub trace_content: bool,
+    /// Output settings.
     #[command(flatten)]
     pub ui: Ui,
 }
 
+/// `warden plan`.
 #[derive(Debug, Clone, Args)]
 pub struct PlanArgs {
+    /// Which diff.
     #[command(flatten)]
     pub selection: Selection,
     /// Output format.
@@ -129,10 +146,12 @@ pub struct PlanArgs {
     /// Write the plan to FILE instead of stdout.
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
+    /// Output settings.
     #[command(flatten)]
     pub ui: Ui,
 }
 
+/// `warden skills`.
 #[derive(Debug, Clone, Args)]
 pub struct SkillsArgs {
     /// Run as if started in DIR.
@@ -144,10 +163,12 @@ pub struct SkillsArgs {
     /// Print JSON instead of a table.
     #[arg(long)]
     pub json: bool,
+    /// Output settings.
     #[command(flatten)]
     pub ui: Ui,
 }
 
+/// `warden init`.
 #[derive(Debug, Clone, Args)]
 pub struct InitArgs {
     /// Run as if started in DIR.
@@ -158,24 +179,127 @@ pub struct InitArgs {
     pub force: bool,
 }
 
+/// `--color`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
 pub enum ColorChoice {
+    /// Colour on a terminal, unless `NO_COLOR` is set.
     #[default]
     Auto,
+    /// Always colour.
     Always,
+    /// Never colour.
     Never,
 }
 
+/// `warden review --format`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ReviewFormat {
+    /// For people.
     Text,
+    /// The JSON report (schemaVersion 1).
     Json,
+    /// SARIF 2.1.0.
     Sarif,
+    /// GitHub Actions workflow commands (and the step summary).
     Github,
 }
 
+/// `warden plan --format`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum PlanFormat {
+    /// For people.
     Text,
+    /// The plan as JSON.
     Json,
+}
+
+/// `--budget`: a duration such as 15m, 90s or 500ms, above zero and at most 7 days.
+fn parse_budget(s: &str) -> Result<Duration, String> {
+    config::parse_duration(s)
+}
+
+impl Selection {
+    /// The selection as the library takes it: flags combined into one target.
+    pub fn resolve(&self) -> crate::Result<prepare::Selection> {
+        Ok(prepare::Selection {
+            target: Target::from_args(
+                self.target.as_deref(),
+                self.base.as_deref(),
+                self.head.as_deref(),
+                self.staged,
+                self.diff.as_deref(),
+            )?,
+            dir: prepare::start_dir(self.dir.as_deref())?,
+            config: self.config.clone(),
+            skills: self.skills.clone(),
+        })
+    }
+}
+
+impl ReviewArgs {
+    /// The report format (`--json` is `--format json`).
+    pub fn format(&self) -> ReviewFormat {
+        match (self.json, self.format) {
+            (true, _) => ReviewFormat::Json,
+            (false, Some(f)) => f,
+            (false, None) => ReviewFormat::Text,
+        }
+    }
+
+    /// The settings these flags override.
+    pub fn overrides(&self) -> Overrides {
+        Overrides {
+            fail_on: self.fail_on,
+            report_on: self.report_on,
+            min_confidence: self.min_confidence,
+            budget: self.budget,
+            sim: self.sim.clone(),
+        }
+    }
+}
+
+impl ValueEnum for Severity {
+    fn value_variants<'a>() -> &'a [Self] {
+        &[
+            Severity::Critical,
+            Severity::High,
+            Severity::Medium,
+            Severity::Low,
+            Severity::Info,
+        ]
+    }
+
+    fn to_possible_value(&self) -> Option<PossibleValue> {
+        Some(PossibleValue::new(self.as_str()))
+    }
+}
+
+impl ValueEnum for Confidence {
+    fn value_variants<'a>() -> &'a [Self] {
+        &[Confidence::High, Confidence::Medium, Confidence::Low]
+    }
+
+    fn to_possible_value(&self) -> Option<PossibleValue> {
+        Some(PossibleValue::new(self.as_str()))
+    }
+}
+
+impl ValueEnum for FailOn {
+    fn value_variants<'a>() -> &'a [Self] {
+        &[
+            FailOn::At(Severity::Critical),
+            FailOn::At(Severity::High),
+            FailOn::At(Severity::Medium),
+            FailOn::At(Severity::Low),
+            FailOn::At(Severity::Info),
+            FailOn::Off,
+        ]
+    }
+
+    fn to_possible_value(&self) -> Option<PossibleValue> {
+        Some(match self {
+            FailOn::Off => PossibleValue::new("off").alias("none"),
+            FailOn::At(s) => PossibleValue::new(s.as_str()),
+        })
+    }
 }

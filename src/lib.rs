@@ -2,9 +2,10 @@
 //! healthy routes, and reports honestly what was and was not reviewed.
 //!
 //! Data flows one way: diff selection (`diff`) → scan policy (`scan`) → chunking
-//! (`chunk`) → plan (`plan`) → engine → reports. See DESIGN.md for the vocabulary.
+//! (`chunk`) → plan (`plan`) → engine → events → reports. [`prepare::prepare`] does
+//! everything before the first model call, [`review::run`] the rest. The `warden` binary
+//! is a thin command layer over these two. See ARCHITECTURE.md for the map.
 
-pub mod app;
 pub mod chunk;
 pub mod cli;
 pub mod config;
@@ -12,12 +13,12 @@ pub mod diff;
 pub mod engine;
 pub mod error;
 pub mod findings;
-mod init;
 pub mod plan;
+pub mod prepare;
 pub mod prompt;
 pub mod provider;
 pub mod report;
-mod review;
+pub mod review;
 pub mod scan;
 pub mod severity;
 pub mod skills;
@@ -25,5 +26,3 @@ pub mod telemetry;
 pub mod verify;
 
 pub use error::{Error, Result};
-
-pub(crate) use review::review_cmd;

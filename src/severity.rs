@@ -104,12 +104,19 @@ impl fmt::Display for FailOn {
     }
 }
 
-impl fmt::Display for Confidence {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
+impl Confidence {
+    /// The level as config and reports spell it.
+    pub fn as_str(self) -> &'static str {
+        match self {
             Confidence::High => "high",
             Confidence::Medium => "medium",
             Confidence::Low => "low",
-        })
+        }
+    }
+}
+
+impl fmt::Display for Confidence {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
     }
 }

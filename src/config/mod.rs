@@ -1,17 +1,45 @@
 //! Configuration: `warden.toml` discovery, parsing and validation. TOML types stop here;
 //! the rest of warden sees only [`Settings`].
 
+mod overrides;
 mod raw;
 mod resolve;
 mod settings;
 
+pub use overrides::{Overrides, SIM_SCALE};
 pub use settings::*;
 
 use crate::error::{Error, Result};
 use resolve::Ctx;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
+/// The config file warden discovers at the repository root.
 pub const FILE_NAME: &str = "warden.toml";
+
+/// The longest duration any setting or flag accepts. Budgets beyond a week mean a typo,
+/// and far-future deadlines are where clock arithmetic overflows.
+pub const MAX_DURATION: Duration = Duration::from_secs(7 * 24 * 60 * 60);
+
+/// Parses a duration as people write it ("15m", "90s", "250ms"): longer than zero and at
+/// most [`MAX_DURATION`]. The error is a fragment for the caller to prefix with the key or
+/// flag.
+pub fn parse_duration(text: &str) -> std::result::Result<Duration, String> {
+    let d = humantime::parse_duration(text.trim()).map_err(|e| {
+        format!(
+            "invalid duration `{text}` ({e}): write it as a string like \"15m\", \"90s\" or \"250ms\""
+        )
+    })?;
+    if d.is_zero() {
+        return Err("must be longer than zero".into());
+    }
+    if d > MAX_DURATION {
+        return Err(format!(
+            "`{text}` is longer than the longest allowed duration (7 days): write a duration such as \"15m\""
+        ));
+    }
+    Ok(d)
+}
 
 /// Loads the settings: `explicit` (`-c FILE`) if given, else `warden.toml` at
 /// `discovery_root`, else the built-in defaults.
@@ -75,7 +103,6 @@ fn key_name(path: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::Duration;
 
     fn parse(src: &str) -> Result<Settings> {
         parse_str(src, Path::new("warden.toml"))

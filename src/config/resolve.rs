@@ -69,19 +69,7 @@ impl Ctx<'_> {
         default: Duration,
     ) -> Result<Duration, Error> {
         let Some(v) = v else { return Ok(default) };
-        let d = humantime::parse_duration(v.get_ref().trim()).map_err(|e| {
-            self.err(
-                v,
-                format!(
-                    "{key}: invalid duration `{}` ({e}): write it as a string like \"15m\", \"90s\" or \"250ms\"",
-                    v.get_ref()
-                ),
-            )
-        })?;
-        if d.is_zero() {
-            return Err(self.err(v, format!("{key}: must be longer than zero")));
-        }
-        Ok(d)
+        super::parse_duration(v.get_ref()).map_err(|e| self.err(v, format!("{key}: {e}")))
     }
 
     fn rules(&self, v: &S<Vec<String>>, key: &str) -> Result<PathRules, Error> {
@@ -424,7 +412,7 @@ fn resolve_route(r: &RawRoute, ctx: &Ctx, default_cap: usize) -> Result<Route, E
     }
     let mut sim = SimOptions::default();
     if let Some(p) = &r.profile {
-        let known = ["healthy", "slow-tail", "outage", "flaky", "rate-limited"];
+        let known = crate::provider::sim::PROFILES;
         if !known.contains(&p.get_ref().as_str()) {
             return Err(ctx.err(
                 p,

@@ -1,8 +1,12 @@
-//! What the engine tells the world. It prints nothing itself: reporters, progress and
-//! telemetry consume these events (nextest's dispatcher/reporter split).
+//! What the engine tells the world. It prints nothing and traces nothing itself: progress,
+//! telemetry (spans, metrics, JSONL, OTLP) and the report aggregator are consumers of one
+//! typed event stream (nextest's runner → reporters split). Every event carries enough
+//! (unit, route, attempt record, budgets left) that no consumer reaches back into the
+//! engine.
 
 use super::breaker::BreakerState;
-use super::outcome::UnitStatus;
+use super::outcome::UnitResult;
+use crate::prompt::Prompt;
 use crate::provider::AttemptRecord;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -10,82 +14,213 @@ use std::time::Duration;
 /// Why an attempt is being made.
 #[derive(Debug, Clone, PartialEq)]
 pub enum AttemptReason {
+    /// The unit's first attempt.
     First,
     /// The same route again (no other route admitted calls).
     Retry {
+        /// The failure that led to it.
         after: String,
     },
     /// The next route in order.
     Failover {
+        /// The route that failed.
         from: String,
+        /// The failure that led to it.
         after: String,
     },
 }
 
+impl AttemptReason {
+    /// The kind as a word (`first`, `retry`, `failover`) and a detail for people.
+    pub fn describe(&self) -> (&'static str, String) {
+        match self {
+            AttemptReason::First => ("first", String::new()),
+            AttemptReason::Retry { after } => ("retry", after.clone()),
+            AttemptReason::Failover { from, after } => {
+                ("failover", format!("from {from}: {after}"))
+            }
+        }
+    }
+}
+
+/// Which pass of a review the engine is running.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pass {
+    /// The review units of the plan.
+    Review,
+    /// The optional verification of findings, in whatever budget the review left.
+    Verification,
+}
+
+/// A route as consumers see it: its name and concurrency cap, in failover order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RouteInfo {
+    /// The route's name from the config.
+    pub name: String,
+    /// Its bulkhead size.
+    pub max_concurrency: usize,
+}
+
+/// What a unit is, for consumers: its labels, lines and prompt (shared, not copied).
+#[derive(Debug, Clone)]
+pub struct UnitInfo {
+    /// Skill, file and priority.
+    pub labels: super::UnitLabels,
+    /// The chunk's new-file lines.
+    pub lines: (u32, u32),
+    /// Whether the unit is optional work (shed first).
+    pub optional: bool,
+    /// The prompt; telemetry records it only when the user opts in.
+    pub prompt: Arc<Prompt>,
+}
+
+/// The review as a whole, for the consumers that describe it (the review span).
+#[derive(Debug, Clone)]
+pub struct ReviewInfo {
+    /// What was compared, for people.
+    pub target: String,
+    /// Units in the plan.
+    pub units: usize,
+    /// The budgets the review runs under.
+    pub review_budget: Duration,
+    /// One unit's budget.
+    pub hunk_budget: Duration,
+    /// One request's deadline.
+    pub request_timeout: Duration,
+}
+
+/// One thing that happened. Emitted in the order it happened, from the engine's tasks.
 #[derive(Debug, Clone)]
 pub enum Event {
+    /// The review starts (emitted by `review::run`, before the first pass).
+    ReviewStarted(Arc<ReviewInfo>),
+    /// A pass of the engine starts with these units, budget and routes.
+    PassStarted {
+        /// Which pass.
+        pass: Pass,
+        /// How many units it runs.
+        units: usize,
+        /// The time it may take.
+        budget: Duration,
+        /// The routes, in failover order.
+        routes: Vec<RouteInfo>,
+    },
+    /// A unit joins the pass (it has not started: its hunk budget is not running).
     UnitQueued {
+        /// The unit's index.
         unit: usize,
+        /// What it is.
+        info: Arc<UnitInfo>,
     },
-    /// The unit's first attempt starts now; its hunk budget starts with it.
-    UnitStarted {
+    /// A route the unit preferred was passed over because its breaker does not admit calls.
+    RouteSkipped {
+        /// The unit's index.
         unit: usize,
+        /// The route passed over.
+        route: String,
+        /// Its breaker's state.
+        breaker: BreakerState,
     },
+    /// An attempt (one request) starts.
     AttemptStarted {
+        /// The unit's index.
         unit: usize,
         /// 1-based.
         attempt: u32,
+        /// The route it goes to.
         route: String,
+        /// The route's provider kind (`openai`, `anthropic`, `sim`, …).
+        provider: &'static str,
+        /// The model asked for.
+        model: String,
+        /// Why this attempt is made.
         reason: AttemptReason,
         /// The deadline given to this attempt, and the budgets left when it started.
         deadline: Duration,
+        /// What was left of the unit's hunk budget.
         hunk_remaining: Duration,
+        /// What was left of the review budget.
         review_remaining: Duration,
+        /// The route's breaker state when the attempt was admitted.
         breaker: BreakerState,
+        /// Whether the attempt is a half-open probe.
         probe: bool,
     },
+    /// An attempt ended; the record says how.
     AttemptFinished {
+        /// The unit's index.
         unit: usize,
+        /// 1-based.
         attempt: u32,
+        /// Everything measured about it.
         record: AttemptRecord,
     },
+    /// The unit will retry the same route (no other route admits calls).
     Retry {
+        /// The unit's index.
         unit: usize,
+        /// The route retried.
         route: String,
+        /// The failure that led to it.
         reason: String,
         /// How long the engine waits first (a Retry-After that fits the budget).
         wait: Duration,
     },
+    /// The unit moves to the next route after a failure.
     Failover {
+        /// The unit's index.
         unit: usize,
+        /// The route that failed.
         from: String,
+        /// The route it goes to.
         to: String,
+        /// The failure.
         reason: String,
     },
+    /// A route's breaker changed state.
     Breaker {
+        /// The route.
         route: String,
+        /// The state before.
         from: BreakerState,
+        /// The state after.
         to: BreakerState,
+        /// Why, for people.
         reason: String,
     },
+    /// A unit ended with exactly one status; its result travels with the event.
     UnitFinished {
+        /// The unit's index.
         unit: usize,
-        status: UnitStatus,
-        route: Option<String>,
-        findings: usize,
-        reason: String,
+        /// Status, route, attempts and findings.
+        result: Arc<UnitResult>,
     },
     /// The review budget ran out; `in_flight` attempts were cancelled.
     BudgetExpired {
+        /// Attempts in flight at that moment.
         in_flight: usize,
+    },
+    /// About once a second while a review runs, so displays can redraw clocks.
+    Tick {
+        /// Time since the review started.
+        elapsed: Duration,
+    },
+    /// The review ended with this outcome (emitted by `review::run` once the report exists).
+    ReviewFinished {
+        /// The review outcome.
+        outcome: crate::report::ReviewOutcome,
+        /// Units reviewed.
+        reviewed: usize,
     },
 }
 
-/// Where events go. Cheap to clone; called from the engine's tasks.
+/// Where events go. Cheap to clone; called from the engine's tasks, so a consumer must
+/// not block.
 #[derive(Clone)]
 pub struct Sink(Arc<dyn Fn(Event) + Send + Sync>);
 
 impl Sink {
+    /// A sink that calls `f` with every event.
     pub fn new(f: impl Fn(Event) + Send + Sync + 'static) -> Self {
         Sink(Arc::new(f))
     }
@@ -105,7 +240,7 @@ impl Sink {
         )
     }
 
-    /// Sends to both sinks.
+    /// Sends to both sinks (`other` first).
     pub fn tee(self, other: Sink) -> Self {
         Sink::new(move |e: Event| {
             (other.0)(e.clone());
@@ -113,7 +248,14 @@ impl Sink {
         })
     }
 
+    /// Sends one event.
     pub fn emit(&self, e: Event) {
         (self.0)(e)
+    }
+}
+
+impl std::fmt::Debug for Sink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Sink")
     }
 }

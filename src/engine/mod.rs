@@ -4,6 +4,7 @@
 //! Time comes from tokio's clock, so tests run the engine deterministically on a paused
 //! clock against in-process providers. The engine prints nothing; it emits [`Event`]s.
 
+mod aggregate;
 pub mod breaker;
 pub mod events;
 pub mod outcome;
@@ -11,12 +12,13 @@ pub mod retry;
 mod unit;
 
 pub use breaker::{Breaker, BreakerState};
-pub use events::{AttemptReason, Event, Sink};
+pub use events::{AttemptReason, Event, Pass, ReviewInfo, RouteInfo, Sink, UnitInfo};
 pub use outcome::{AttemptLog, EngineReport, Move, RouteSummary, UnitResult, UnitStatus};
 
 use crate::config::Execution;
 use crate::prompt::Prompt;
 use crate::provider::Provider;
+use aggregate::Aggregator;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -29,6 +31,7 @@ use tokio_util::sync::CancellationToken;
 pub struct UnitWork {
     /// Index in the plan's dispatch order; results come back in the same order.
     pub index: usize,
+    /// The two messages sent for this unit.
     pub prompt: Prompt,
     /// The chunk's new-file lines.
     pub lines: (u32, u32),
@@ -41,17 +44,24 @@ pub struct UnitWork {
 /// Telemetry attributes of a unit (skill, file, lines, priority).
 #[derive(Debug, Clone, Default)]
 pub struct UnitLabels {
+    /// The skill, or consolidated skills joined with `+`.
     pub skill: String,
+    /// The file under review.
     pub path: String,
+    /// The file's relevance score.
     pub priority: i32,
 }
 
 /// A route as the engine runs it.
 pub struct EngineRoute {
+    /// The route's client.
     pub provider: Arc<dyn Provider>,
+    /// Its bulkhead size.
     pub max_concurrency: usize,
 }
 
+/// A route's state for the whole run: every pass of a review shares it, so a route forced
+/// open by an auth failure stays open for the verification pass too.
 pub(crate) struct RouteState {
     name: String,
     provider: Arc<dyn Provider>,
@@ -62,8 +72,9 @@ pub(crate) struct RouteState {
     peak: AtomicUsize,
 }
 
-pub(crate) struct Shared {
-    routes: Vec<RouteState>,
+/// What the units of one pass share.
+pub(crate) struct Shared<'a> {
+    routes: &'a [RouteState],
     exec: Execution,
     start: Instant,
     review_deadline: Instant,
@@ -72,108 +83,114 @@ pub(crate) struct Shared {
     interrupted: CancellationToken,
     sink: Sink,
     /// Woken on every breaker transition, so waiting units re-choose their route.
-    changed: Notify,
+    changed: &'a Notify,
     in_flight: AtomicUsize,
-    /// Put prompts on attempt spans (opt-in; off by default for privacy).
-    trace_content: bool,
 }
 
-impl Shared {
+impl Shared<'_> {
     fn review_remaining(&self, now: Instant) -> Duration {
         self.review_deadline.saturating_duration_since(now)
     }
 }
 
+/// Runs units over routes under the budgets of DESIGN.md section 4, reporting through
+/// events. One engine serves every pass of a review, with one route state.
 pub struct Engine {
-    routes: Vec<EngineRoute>,
+    routes: Vec<RouteState>,
     exec: Execution,
     sink: Sink,
-    trace_content: bool,
+    changed: Notify,
 }
 
 impl Engine {
+    /// An engine over `routes` (failover order) that reports to `sink`.
     pub fn new(routes: Vec<EngineRoute>, exec: Execution, sink: Sink) -> Self {
+        let now = Instant::now();
         Engine {
-            routes,
+            routes: routes
+                .into_iter()
+                .map(|r| RouteState {
+                    name: r.provider.route().to_string(),
+                    provider: r.provider,
+                    permits: Arc::new(Semaphore::new(r.max_concurrency.max(1))),
+                    cap: r.max_concurrency.max(1),
+                    breaker: Mutex::new(Breaker::new(exec.breaker, now)),
+                    in_flight: AtomicUsize::new(0),
+                    peak: AtomicUsize::new(0),
+                })
+                .collect(),
             exec,
             sink,
-            trace_content: false,
+            changed: Notify::new(),
         }
-    }
-
-    /// Records each prompt on its attempt span (only when the user opts in).
-    pub fn with_trace_content(mut self, on: bool) -> Self {
-        self.trace_content = on;
-        self
     }
 
     /// Runs every unit within the review budget and returns what happened to each.
     /// Cancelling `interrupt` (a signal) cancels in-flight attempts at once, as budget
     /// expiry does; the report then still holds every finding received.
     pub async fn run(&self, units: Vec<UnitWork>, interrupt: CancellationToken) -> EngineReport {
-        self.run_within(units, interrupt, self.exec.review_budget)
+        self.run_pass(Pass::Review, units, interrupt, self.exec.review_budget)
             .await
     }
 
-    /// As [`Engine::run`], with `budget` in place of the review budget (a later phase of
-    /// the same review gets what the earlier one left). Breakers start closed again.
-    pub async fn run_within(
+    /// As [`Engine::run`], with `budget` in place of the review budget (a later pass of
+    /// the same review gets what the earlier one left). Routes keep their state.
+    pub async fn run_pass(
         &self,
+        pass: Pass,
         units: Vec<UnitWork>,
         interrupt: CancellationToken,
         budget: Duration,
     ) -> EngineReport {
         let start = Instant::now();
+        let aggregator = Arc::new(Aggregator::default());
         let shared = Shared {
-            routes: self
-                .routes
-                .iter()
-                .map(|r| RouteState {
-                    name: r.provider.route().to_string(),
-                    provider: r.provider.clone(),
-                    permits: Arc::new(Semaphore::new(r.max_concurrency.max(1))),
-                    cap: r.max_concurrency.max(1),
-                    breaker: Mutex::new(Breaker::new(self.exec.breaker, start)),
-                    in_flight: AtomicUsize::new(0),
-                    peak: AtomicUsize::new(0),
-                })
-                .collect(),
+            routes: &self.routes,
             exec: self.exec,
             start,
             review_deadline: start + budget,
             cancel: interrupt.child_token(),
             interrupted: interrupt.clone(),
-            sink: self.sink.clone(),
-            changed: Notify::new(),
+            sink: self.sink.clone().tee(aggregator.sink()),
+            changed: &self.changed,
             in_flight: AtomicUsize::new(0),
-            trace_content: self.trace_content,
         };
-        for u in &units {
-            shared.sink.emit(Event::UnitQueued { unit: u.index });
+        shared.sink.emit(Event::PassStarted {
+            pass,
+            units: units.len(),
+            budget,
+            routes: self
+                .routes
+                .iter()
+                .map(|r| RouteInfo {
+                    name: r.name.clone(),
+                    max_concurrency: r.cap,
+                })
+                .collect(),
+        });
+        let work: Vec<(usize, Arc<UnitInfo>)> = units.into_iter().map(unit_info).collect();
+        for (unit, info) in &work {
+            shared.sink.emit(Event::UnitQueued {
+                unit: *unit,
+                info: info.clone(),
+            });
         }
-        let (results, budget_expired) = async {
-            let all = futures_util::future::join_all(units.iter().map(|u| unit::run(&shared, u)));
-            tokio::pin!(all);
-            let mut budget_expired = false;
-            let results = tokio::select! {
-                biased;
-                r = &mut all => r,
-                _ = tokio::time::sleep_until(shared.review_deadline) => {
-                    budget_expired = true;
-                    let in_flight = shared.in_flight.load(Ordering::SeqCst);
-                    tracing::warn!(name: "warden.budget.expired", in_flight = in_flight, "review budget expired; cancelling attempts in flight");
-                    shared.sink.emit(Event::BudgetExpired { in_flight });
-                    shared.cancel.cancel();
-                    all.await
-                }
-                _ = shared.cancel.cancelled() => all.await,
-            };
-            (results, budget_expired)
-        }
-        .await;
+        let budget_expired = drive(&shared, &work).await;
         let now = Instant::now();
-        let routes = shared
-            .routes
+        let order: Vec<usize> = work.iter().map(|(i, _)| *i).collect();
+        EngineReport {
+            units: aggregator.finish(&order),
+            elapsed: now - start,
+            budget,
+            budget_expired,
+            interrupted: interrupt.is_cancelled(),
+            routes: self.route_summaries(now),
+            route_order: self.routes.iter().map(|r| r.name.clone()).collect(),
+        }
+    }
+
+    fn route_summaries(&self, now: Instant) -> std::collections::BTreeMap<String, RouteSummary> {
+        self.routes
             .iter()
             .map(|r| {
                 let b = r.breaker.lock().expect("breaker lock");
@@ -188,15 +205,39 @@ impl Engine {
                     },
                 )
             })
-            .collect();
-        EngineReport {
-            units: results,
-            elapsed: now - start,
-            budget,
-            budget_expired,
-            interrupted: interrupt.is_cancelled(),
-            routes,
-            route_order: shared.routes.iter().map(|r| r.name.clone()).collect(),
+            .collect()
+    }
+}
+
+fn unit_info(u: UnitWork) -> (usize, Arc<UnitInfo>) {
+    let info = UnitInfo {
+        labels: u.labels,
+        lines: u.lines,
+        optional: u.optional,
+        prompt: Arc::new(u.prompt),
+    };
+    (u.index, Arc::new(info))
+}
+
+/// Runs every unit to its end; at the review deadline cancels what is in flight. Returns
+/// whether the budget expired.
+async fn drive(shared: &Shared<'_>, work: &[(usize, Arc<UnitInfo>)]) -> bool {
+    let all =
+        futures_util::future::join_all(work.iter().map(|(i, info)| unit::run(shared, *i, info)));
+    tokio::pin!(all);
+    tokio::select! {
+        biased;
+        _ = &mut all => false,
+        _ = tokio::time::sleep_until(shared.review_deadline) => {
+            let in_flight = shared.in_flight.load(Ordering::SeqCst);
+            shared.sink.emit(Event::BudgetExpired { in_flight });
+            shared.cancel.cancel();
+            all.await;
+            true
+        }
+        _ = shared.cancel.cancelled() => {
+            all.await;
+            false
         }
     }
 }

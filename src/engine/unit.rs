@@ -6,13 +6,13 @@ use super::breaker::{Admission, BreakerState};
 use super::events::{AttemptReason, Event};
 use super::outcome::{AttemptLog, Move, UnitResult, UnitStatus};
 use super::retry::{self, Stop};
-use super::{Shared, UnitWork};
+use super::{Shared, UnitInfo};
 use crate::provider::{AttemptRecord, AttemptRequest, Limits, Outcome};
+use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 use tokio::sync::OwnedSemaphorePermit;
 use tokio::time::{Instant, sleep_until};
-use tracing::Instrument;
 
 /// The last failed attempt, which shapes the next one.
 struct LastFailure {
@@ -29,29 +29,10 @@ struct Slot {
     reason: AttemptReason,
 }
 
-/// Runs one unit inside its `warden.unit` span.
-pub(super) async fn run(sh: &Shared, work: &UnitWork) -> UnitResult {
-    let l = &work.labels;
-    let span = tracing::info_span!(
-        "warden.unit",
-        warden.unit.index = work.index,
-        warden.skill = %l.skill,
-        code.file.path = %l.path,
-        warden.start_line = work.lines.0,
-        warden.end_line = work.lines.1,
-        warden.priority = l.priority,
-        warden.optional = work.optional,
-        warden.status = tracing::field::Empty,
-        warden.route = tracing::field::Empty,
-        warden.findings = tracing::field::Empty,
-        warden.status_reason = tracing::field::Empty,
-    );
-    run_in_span(sh, work).instrument(span).await
-}
-
-async fn run_in_span(sh: &Shared, work: &UnitWork) -> UnitResult {
+/// Runs one unit to its end; its result goes out as `UnitFinished`.
+pub(super) async fn run(sh: &Shared<'_>, index: usize, work: &UnitInfo) {
     let mut r = UnitResult {
-        unit: work.index,
+        unit: index,
         status: UnitStatus::Skipped,
         route: None,
         reason: String::new(),
@@ -64,15 +45,12 @@ async fn run_in_span(sh: &Shared, work: &UnitWork) -> UnitResult {
     let mut hunk_deadline: Option<Instant> = None;
     let mut last: Option<LastFailure> = None;
     loop {
-        let slot = match acquire(sh, work, last.as_ref(), hunk_deadline).await {
+        let slot = match acquire(sh, index, work, last.as_ref(), hunk_deadline).await {
             Ok(s) => s,
             Err(stop) => return finish(sh, r, stop),
         };
         let now = Instant::now();
-        let hunk_end = *hunk_deadline.get_or_insert_with(|| {
-            sh.sink.emit(Event::UnitStarted { unit: work.index });
-            now + sh.exec.hunk_budget
-        });
+        let hunk_end = *hunk_deadline.get_or_insert(now + sh.exec.hunk_budget);
         let route = &sh.routes[slot.route];
         let hunk_remaining = hunk_end.saturating_duration_since(now);
         let review_remaining = sh.review_remaining(now);
@@ -93,9 +71,11 @@ async fn run_in_span(sh: &Shared, work: &UnitWork) -> UnitResult {
         }
         r.routes_tried.push(route.name.clone());
         sh.sink.emit(Event::AttemptStarted {
-            unit: work.index,
+            unit: index,
             attempt: number,
             route: route.name.clone(),
+            provider: route.provider.kind(),
+            model: route.provider.model().to_string(),
             reason: slot.reason.clone(),
             deadline,
             hunk_remaining,
@@ -104,7 +84,7 @@ async fn run_in_span(sh: &Shared, work: &UnitWork) -> UnitResult {
             probe: slot.probe,
         });
         let req = AttemptRequest {
-            prompt: work.prompt.clone(),
+            prompt: (*work.prompt).clone(),
             lines: work.lines,
             limits: Limits {
                 connect: sh.exec.connect_timeout.min(deadline),
@@ -113,53 +93,13 @@ async fn run_in_span(sh: &Shared, work: &UnitWork) -> UnitResult {
                 total: deadline,
             },
         };
-        let (reason_kind, reason_detail) = match &slot.reason {
-            AttemptReason::First => ("first", String::new()),
-            AttemptReason::Retry { after } => ("retry", after.clone()),
-            AttemptReason::Failover { from, after } => {
-                ("failover", format!("from {from}: {after}"))
-            }
-        };
-        let attempt_span = tracing::info_span!(
-            "warden.attempt",
-            otel.name = %format!("chat {}", route.provider.model()),
-            gen_ai.operation.name = "chat",
-            gen_ai.provider.name = route.provider.kind(),
-            gen_ai.request.model = %route.provider.model(),
-            gen_ai.response.model = tracing::field::Empty,
-            gen_ai.response.id = tracing::field::Empty,
-            gen_ai.usage.input_tokens = tracing::field::Empty,
-            gen_ai.usage.output_tokens = tracing::field::Empty,
-            http.response.status_code = tracing::field::Empty,
-            warden.route = %route.name,
-            warden.attempt = i64::from(number),
-            warden.deadline_ms = deadline.as_millis() as i64,
-            warden.hunk_remaining_ms = hunk_remaining.as_millis() as i64,
-            warden.review_remaining_ms = review_remaining.as_millis() as i64,
-            warden.attempt_reason = reason_kind,
-            warden.attempt_reason_detail = %reason_detail,
-            warden.breaker_state = slot.breaker.as_str(),
-            warden.probe = slot.probe,
-            warden.headers_ms = tracing::field::Empty,
-            warden.ttft_ms = tracing::field::Empty,
-            warden.duration_ms = tracing::field::Empty,
-            warden.bytes = tracing::field::Empty,
-            warden.cost = tracing::field::Empty,
-            warden.outcome = tracing::field::Empty,
-            warden.stage = tracing::field::Empty,
-            warden.outcome_reason = tracing::field::Empty,
-            warden.prompt = tracing::field::Empty,
-        );
-        if sh.trace_content {
-            attempt_span.record("warden.prompt", req.prompt.user.as_str());
-        }
         let in_route = route.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
         route.peak.fetch_max(in_route, Ordering::SeqCst);
         sh.in_flight.fetch_add(1, Ordering::SeqCst);
         let result = tokio::select! {
             biased;
             _ = sh.cancel.cancelled() => None,
-            a = route.provider.attempt(&req).instrument(attempt_span.clone()) => Some(a),
+            a = route.provider.attempt(&req) => Some(a),
         };
         // Dropping the attempt's future above has already closed its connection.
         sh.in_flight.fetch_sub(1, Ordering::SeqCst);
@@ -170,8 +110,6 @@ async fn run_in_span(sh: &Shared, work: &UnitWork) -> UnitResult {
             Some(a) => (a.record, a.extracted),
             None => (cancelled_record(route, &req, finished - now), None),
         };
-        record_attempt(&attempt_span, &record);
-        drop(attempt_span);
         let transition = route.breaker.lock().expect("breaker lock").record(
             finished,
             record.outcome,
@@ -181,7 +119,7 @@ async fn run_in_span(sh: &Shared, work: &UnitWork) -> UnitResult {
             announce(sh, &route.name, t);
         }
         sh.sink.emit(Event::AttemptFinished {
-            unit: work.index,
+            unit: index,
             attempt: number,
             record: record.clone(),
         });
@@ -231,55 +169,9 @@ async fn run_in_span(sh: &Shared, work: &UnitWork) -> UnitResult {
     }
 }
 
-/// Stamps what the attempt measured onto its span.
-fn record_attempt(span: &tracing::Span, r: &AttemptRecord) {
-    // Integers go in as i64: OTLP has no unsigned type, and exporters turn u64 into text.
-    let ms = |d: Duration| d.as_millis() as i64;
-    span.record("warden.outcome", r.outcome.as_str());
-    span.record("warden.outcome_reason", r.reason.as_str());
-    span.record("warden.duration_ms", ms(r.duration));
-    span.record("warden.bytes", r.bytes as i64);
-    if let Some(s) = r.stage {
-        span.record("warden.stage", s.as_str());
-    }
-    if let Some(m) = &r.model_answered {
-        span.record("gen_ai.response.model", m.as_str());
-    }
-    if let Some(id) = &r.request_id {
-        span.record("gen_ai.response.id", id.as_str());
-    }
-    if let Some(s) = r.http_status {
-        span.record("http.response.status_code", i64::from(s));
-    }
-    if let Some(h) = r.headers {
-        span.record("warden.headers_ms", ms(h));
-    }
-    if let Some(t) = r.ttft {
-        span.record("warden.ttft_ms", ms(t));
-    }
-    if let Some(u) = r.usage {
-        if let Some(i) = u.input_tokens {
-            span.record("gen_ai.usage.input_tokens", i as i64);
-        }
-        if let Some(o) = u.output_tokens {
-            span.record("gen_ai.usage.output_tokens", o as i64);
-        }
-        if let Some(c) = u.cost {
-            span.record("warden.cost", c);
-        }
-    }
-}
-
-/// Tells everyone about a breaker transition: the trace, the event sink, and the units
-/// waiting for a route (they re-choose).
+/// Tells the event stream about a breaker transition, and wakes the units waiting for a
+/// route (they re-choose).
 fn announce(sh: &Shared, route: &str, t: super::breaker::Transition) {
-    tracing::info!(
-        name: "warden.breaker.transition",
-        route = route,
-        breaker_from = t.from.as_str(),
-        breaker_to = t.to.as_str(),
-        reason = %t.reason,
-    );
     sh.sink.emit(Event::Breaker {
         route: route.to_string(),
         from: t.from,
@@ -289,27 +181,13 @@ fn announce(sh: &Shared, route: &str, t: super::breaker::Transition) {
     sh.changed.notify_waiters();
 }
 
-fn finish(sh: &Shared, mut r: UnitResult, stop: Stop) -> UnitResult {
+fn finish(sh: &Shared, mut r: UnitResult, stop: Stop) {
     r.status = stop.status;
     r.reason = stop.reason;
-    let span = tracing::Span::current();
-    span.record("warden.status", r.status.as_str());
-    span.record("warden.status_reason", r.reason.as_str());
-    span.record("warden.findings", r.findings.len() as i64);
-    if let Some(route) = &r.route {
-        span.record("warden.route", route.as_str());
-    }
-    if r.status == UnitStatus::Skipped {
-        tracing::info!(name: "warden.unit.skipped", reason = %r.reason);
-    }
     sh.sink.emit(Event::UnitFinished {
         unit: r.unit,
-        status: r.status,
-        route: r.route.clone(),
-        findings: r.findings.len(),
-        reason: r.reason.clone(),
+        result: Arc::new(r),
     });
-    r
 }
 
 fn cancelled(sh: &Shared) -> Stop {
@@ -364,8 +242,9 @@ fn candidates(n: usize, last: Option<usize>) -> Vec<usize> {
 /// Chooses a route that admits calls and takes one of its permits; waits count against
 /// the review budget (and the hunk budget once the unit has started).
 async fn acquire(
-    sh: &Shared,
-    work: &UnitWork,
+    sh: &Shared<'_>,
+    index: usize,
+    work: &UnitInfo,
     last: Option<&LastFailure>,
     hunk_deadline: Option<Instant>,
 ) -> Result<Slot, Stop> {
@@ -441,12 +320,11 @@ async fn acquire(
                 .lock()
                 .expect("breaker lock")
                 .state();
-            tracing::info!(
-                name: "warden.route.rejected",
-                route = %sh.routes[*skipped].name,
-                breaker_state = state.as_str(),
-                "breaker does not admit calls; trying the next route"
-            );
+            sh.sink.emit(Event::RouteSkipped {
+                unit: index,
+                route: sh.routes[*skipped].name.clone(),
+                breaker: state,
+            });
         }
         // While waiting for this route's permit, wake when a route preferred to it
         // half-opens, so the unit can go back to it as a probe.
@@ -479,9 +357,8 @@ async fn acquire(
                     });
                 }
                 if !announced {
-                    tracing::info!(name: "warden.retry", route = %route.name, wait_ms = wait.as_millis() as u64, reason = %l.reason);
                     sh.sink.emit(Event::Retry {
-                        unit: work.index,
+                        unit: index,
                         route: route.name.clone(),
                         reason: l.reason.clone(),
                         wait,
@@ -499,9 +376,8 @@ async fn acquire(
                 };
             } else {
                 if !announced {
-                    tracing::info!(name: "warden.failover", from = %sh.routes[l.route].name, to = %route.name, reason = %l.reason);
                     sh.sink.emit(Event::Failover {
-                        unit: work.index,
+                        unit: index,
                         from: sh.routes[l.route].name.clone(),
                         to: route.name.clone(),
                         reason: l.reason.clone(),

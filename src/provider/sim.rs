@@ -19,6 +19,9 @@ use std::hash::{Hash, Hasher};
 use std::sync::Mutex;
 use std::time::Duration;
 
+/// The profile names of DESIGN.md section 11.
+pub const PROFILES: &[&str] = &["healthy", "slow-tail", "outage", "flaky", "rate-limited"];
+
 /// A profile: success latency (log-normal, minutes) and its faults.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Profile {

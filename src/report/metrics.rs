@@ -74,7 +74,7 @@ fn percentiles(values: &[u64]) -> (Option<u64>, Option<u64>, Option<u64>) {
 }
 
 /// Figures per route over the review's units and, when it ran, the verification pass
-/// (its requests count too; its breakers started closed, so opens and time open add up).
+/// (its requests count too).
 pub(super) fn route_metrics(
     engine: &EngineReport,
     units: &[UnitReport],
@@ -104,14 +104,10 @@ pub(super) fn route_metrics(
     let all: Vec<&UnitReport> = units.iter().chain(&extra).collect();
     let mut out = BTreeMap::new();
     for name in &engine.route_order {
-        let mut summary = engine.routes[name].clone();
-        if let Some(later) = verification.and_then(|v| v.routes.get(name)) {
-            summary.breaker = later.breaker;
-            summary.opens += later.opens;
-            summary.time_open += later.time_open;
-            summary.peak_in_flight = summary.peak_in_flight.max(later.peak_in_flight);
-        }
-        let summary = &summary;
+        // Passes share one route state, so the last pass's summary covers the run.
+        let summary = verification
+            .and_then(|v| v.routes.get(name))
+            .unwrap_or(&engine.routes[name]);
         let attempts: Vec<_> = all
             .iter()
             .flat_map(|u| &u.attempts)

@@ -35,6 +35,17 @@ pub enum ReviewOutcome {
     Unavailable,
 }
 
+impl ReviewOutcome {
+    /// The outcome as the JSON report spells it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReviewOutcome::Complete => "complete",
+            ReviewOutcome::Partial => "partial",
+            ReviewOutcome::Unavailable => "unavailable",
+        }
+    }
+}
+
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Report {

@@ -3,17 +3,35 @@
 //! With -v, retries, failovers, breaker changes and units that were not reviewed are
 //! printed as they happen.
 
-use crate::engine::{BreakerState, Event, Sink, UnitStatus};
+use crate::engine::{BreakerState, Event, Pass, Sink, UnitStatus};
 use console::style;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+/// How progress is shown.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
+    /// Nothing (`-q`).
     Quiet,
+    /// Plain timestamped lines (stderr is not a terminal).
     Plain,
+    /// indicatif bars (stderr is a terminal).
     Bars,
+}
+
+impl Mode {
+    /// The mode for this process: quiet if asked, bars on a terminal, else plain lines.
+    pub fn detect(quiet: bool) -> Mode {
+        use std::io::IsTerminal;
+        if quiet {
+            Mode::Quiet
+        } else if std::io::stderr().is_terminal() {
+            Mode::Bars
+        } else {
+            Mode::Plain
+        }
+    }
 }
 
 /// Plain lines are printed at most this often.
@@ -66,6 +84,7 @@ impl State {
     }
 }
 
+/// The progress display: an event consumer (see [`Progress::sink`]).
 pub struct Progress {
     mode: Mode,
     verbose: bool,
@@ -74,15 +93,11 @@ pub struct Progress {
 }
 
 impl Progress {
-    pub fn new(
-        mode: Mode,
-        verbose: bool,
-        total: usize,
-        routes: Vec<(String, usize)>,
-        budget: Duration,
-    ) -> Self {
+    /// A display in `mode`; with `verbose`, retries, failovers and units not reviewed are
+    /// printed as they happen. Totals, routes and the budget come from the events.
+    pub fn new(mode: Mode, verbose: bool) -> Self {
         let bar = (mode == Mode::Bars).then(|| {
-            let b = indicatif::ProgressBar::new(total as u64);
+            let b = indicatif::ProgressBar::new(0);
             b.set_style(
                 indicatif::ProgressStyle::with_template(
                     "{spinner} [{elapsed_precise}] {bar:30.cyan/blue} {pos}/{len} units  {msg}",
@@ -98,10 +113,10 @@ impl Progress {
             verbose,
             state: Arc::new(Mutex::new(State {
                 start: Instant::now(),
-                budget,
-                total,
+                budget: Duration::ZERO,
+                total: 0,
                 done: BTreeMap::new(),
-                routes,
+                routes: Vec::new(),
                 in_flight: BTreeMap::new(),
                 breakers: BTreeMap::new(),
                 last_line: None,
@@ -127,6 +142,25 @@ impl Progress {
         let note = {
             let mut st = self.state.lock().expect("progress");
             match e {
+                Event::PassStarted {
+                    pass,
+                    units,
+                    budget,
+                    routes,
+                } => {
+                    st.total += units;
+                    if *pass == Pass::Review {
+                        st.budget = *budget;
+                        st.routes = routes
+                            .iter()
+                            .map(|r| (r.name.clone(), r.max_concurrency))
+                            .collect();
+                    }
+                    if let Some(b) = &self.bar {
+                        b.set_length(st.total as u64);
+                    }
+                    None
+                }
                 Event::AttemptStarted { route, .. } => {
                     *st.in_flight.entry(route.clone()).or_default() += 1;
                     None
@@ -137,15 +171,11 @@ impl Progress {
                     }
                     None
                 }
-                Event::UnitFinished {
-                    status,
-                    reason,
-                    unit,
-                    ..
-                } => {
-                    *st.done.entry(*status).or_default() += 1;
-                    (*status != UnitStatus::Reviewed)
-                        .then(|| format!("unit {unit} {}: {reason}", status.as_str()))
+                Event::UnitFinished { unit, result } => {
+                    *st.done.entry(result.status).or_default() += 1;
+                    (result.status != UnitStatus::Reviewed).then(|| {
+                        format!("unit {unit} {}: {}", result.status.as_str(), result.reason)
+                    })
                 }
                 Event::Breaker {
                     route, to, reason, ..
@@ -172,6 +202,7 @@ impl Progress {
                 Event::BudgetExpired { in_flight } => Some(format!(
                     "review budget ran out: cancelling {in_flight} attempts in flight"
                 )),
+                // A tick only redraws the clocks (below).
                 _ => None,
             }
         };
@@ -212,20 +243,13 @@ impl Progress {
         }
     }
 
-    /// More work joined the run (the verification pass).
-    pub fn add_units(&self, n: usize) {
-        let mut st = self.state.lock().expect("progress");
-        st.total += n;
-        if let Some(b) = &self.bar {
-            b.set_length(st.total as u64);
-        }
-    }
-
+    /// This display as an event consumer.
     pub fn sink(self: &Arc<Self>) -> Sink {
         let me = self.clone();
         Sink::new(move |e| me.on_event(&e))
     }
 
+    /// Clears the bars, or prints a last plain line.
     pub fn finish(&self) {
         match &self.bar {
             Some(b) => b.finish_and_clear(),

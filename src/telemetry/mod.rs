@@ -1,14 +1,16 @@
-//! Telemetry: `tracing` spans on every review, unit and attempt (OpenTelemetry GenAI
-//! attribute names where they exist, `warden.` for ours), written as JSONL with
-//! `--trace FILE` and exported over OTLP/HTTP when the OTel env vars ask for it.
-//! Prompts, diff content and answers are not recorded unless the user opts in; keys never.
+//! Telemetry, an event consumer: `tracing` spans on every review, unit and attempt
+//! (OpenTelemetry GenAI attribute names where they exist, `warden.` for ours) built from
+//! the engine's events, written as JSONL with `--trace FILE` and exported over OTLP/HTTP
+//! (spans and metrics) when the OTel env vars ask for it. Prompts, diff content and
+//! answers are not recorded unless the user opts in; keys never.
 
 mod jsonl;
 #[cfg(feature = "otlp")]
 mod otlp;
+mod spans;
 
+use crate::engine::Sink;
 use crate::error::{Error, Result};
-use crate::report::Report;
 use std::io::Write;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -18,16 +20,22 @@ use tracing_subscriber::layer::SubscriberExt;
 /// The longest warden waits at exit for telemetry to flush.
 pub const FLUSH_BOUND: Duration = Duration::from_secs(2);
 
+/// What telemetry to install.
 #[derive(Debug, Clone, Default)]
 pub struct Options {
+    /// `--trace FILE`: a JSONL trace of every span and event.
     pub trace_file: Option<PathBuf>,
+    /// `--trace-content`: prompts on attempt spans (off by default, for privacy).
+    pub trace_content: bool,
 }
 
-/// Installed telemetry; call [`Telemetry::finish`] once the report exists.
+/// Installed telemetry: feed it events through [`Telemetry::sink`], then call
+/// [`Telemetry::finish`] once the review is over.
 pub struct Telemetry {
     jsonl: Option<jsonl::Writer>,
+    spans: Arc<spans::Spans>,
     #[cfg(feature = "otlp")]
-    otlp: Option<otlp::Otlp>,
+    otlp: Option<(otlp::Otlp, Arc<otlp::Metrics>)>,
 }
 
 impl Telemetry {
@@ -48,7 +56,10 @@ impl Telemetry {
         #[cfg(feature = "otlp")]
         let (otlp, tracer) = if otlp::requested() {
             match otlp::Otlp::start(FLUSH_BOUND) {
-                Ok((o, t)) => (Some(o), Some(t)),
+                Ok((o, t)) => {
+                    let m = Arc::new(o.metrics());
+                    (Some((o, m)), Some(t))
+                }
                 Err(e) => {
                     eprintln!("warning: OTLP export is off: {e}");
                     (None, None)
@@ -72,22 +83,42 @@ impl Telemetry {
         }
         Ok(Telemetry {
             jsonl,
+            spans: Arc::new(spans::Spans::new(opts.trace_content)),
             #[cfg(feature = "otlp")]
             otlp,
         })
     }
 
-    /// Records the review's metrics and flushes every sink within [`FLUSH_BOUND`].
-    pub fn finish(self, report: Option<&Report>) {
+    /// Spans only, for callers that install their own subscriber (tests, embedders).
+    pub fn spans_only(trace_content: bool) -> Telemetry {
+        Telemetry {
+            jsonl: None,
+            spans: Arc::new(spans::Spans::new(trace_content)),
+            #[cfg(feature = "otlp")]
+            otlp: None,
+        }
+    }
+
+    /// This telemetry as an event consumer: spans, and metrics when OTLP is on.
+    pub fn sink(&self) -> Sink {
+        let spans = self.spans.clone();
         #[cfg(feature = "otlp")]
-        if let Some(o) = self.otlp {
-            if let Some(r) = report {
-                o.record(r);
+        let metrics = self.otlp.as_ref().map(|(_, m)| m.clone());
+        Sink::new(move |e| {
+            spans.on_event(&e);
+            #[cfg(feature = "otlp")]
+            if let Some(m) = &metrics {
+                m.on_event(&e);
             }
+        })
+    }
+
+    /// Flushes every sink within [`FLUSH_BOUND`].
+    pub fn finish(self) {
+        #[cfg(feature = "otlp")]
+        if let Some((o, _)) = self.otlp {
             o.shutdown(FLUSH_BOUND);
         }
-        #[cfg(not(feature = "otlp"))]
-        let _ = report;
         if let Some(w) = self.jsonl
             && let Ok(mut w) = w.lock()
         {

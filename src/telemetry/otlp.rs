@@ -4,7 +4,7 @@
 //! unreachable collector can delay warden by at most that bound and never changes the
 //! review's outcome.
 
-use crate::report::Report;
+use crate::engine::Event;
 use opentelemetry::KeyValue;
 use opentelemetry::metrics::MeterProvider as _;
 use opentelemetry::trace::TracerProvider as _;
@@ -14,6 +14,7 @@ use opentelemetry_sdk::metrics::{PeriodicReader, SdkMeterProvider};
 use opentelemetry_sdk::trace::{BatchConfigBuilder, BatchSpanProcessor, SdkTracerProvider};
 use std::time::Duration;
 
+/// The OTLP pipelines (traces and metrics).
 pub struct Otlp {
     traces: SdkTracerProvider,
     metrics: SdkMeterProvider,
@@ -68,41 +69,27 @@ impl Otlp {
         Ok((Otlp { traces, metrics }, tracer))
     }
 
-    /// Records the review's route metrics (exported at shutdown).
-    pub fn record(&self, report: &Report) {
+    /// The review's instruments; they record from events and export at shutdown.
+    pub fn metrics(&self) -> Metrics {
         let meter = self.metrics.meter("warden");
-        let attempts = meter
-            .u64_counter("warden.route.attempts")
-            .with_description("Attempts sent to a route, by outcome")
-            .build();
-        let duration = meter
-            .f64_histogram("warden.attempt.duration")
-            .with_unit("ms")
-            .with_description("Attempt duration")
-            .build();
-        let ttft = meter
-            .f64_histogram("gen_ai.server.time_to_first_token")
-            .with_unit("ms")
-            .build();
-        let units = meter
-            .u64_counter("warden.review.units")
-            .with_description("Units by final status")
-            .build();
-        for u in &report.units {
-            units.add(1, &[KeyValue::new("warden.status", u.status.as_str())]);
-            for a in &u.attempts {
-                let attrs = [
-                    KeyValue::new("warden.route", a.route.clone()),
-                    KeyValue::new("gen_ai.provider.name", a.provider.clone()),
-                    KeyValue::new("gen_ai.request.model", a.model.clone()),
-                    KeyValue::new("warden.outcome", a.outcome.clone()),
-                ];
-                attempts.add(1, &attrs);
-                duration.record(a.duration_ms as f64, &attrs);
-                if let Some(t) = a.ttft_ms {
-                    ttft.record(t as f64, &attrs[..3]);
-                }
-            }
+        Metrics {
+            attempts: meter
+                .u64_counter("warden.route.attempts")
+                .with_description("Attempts sent to a route, by outcome")
+                .build(),
+            duration: meter
+                .f64_histogram("warden.attempt.duration")
+                .with_unit("ms")
+                .with_description("Attempt duration")
+                .build(),
+            ttft: meter
+                .f64_histogram("gen_ai.server.time_to_first_token")
+                .with_unit("ms")
+                .build(),
+            units: meter
+                .u64_counter("warden.review.units")
+                .with_description("Units by final status")
+                .build(),
         }
     }
 
@@ -115,5 +102,40 @@ impl Otlp {
             let _ = tx.send(());
         });
         let _ = rx.recv_timeout(bound);
+    }
+}
+
+/// Route and unit metrics, recorded from the event stream.
+pub struct Metrics {
+    attempts: opentelemetry::metrics::Counter<u64>,
+    duration: opentelemetry::metrics::Histogram<f64>,
+    ttft: opentelemetry::metrics::Histogram<f64>,
+    units: opentelemetry::metrics::Counter<u64>,
+}
+
+impl Metrics {
+    /// Counts finished attempts (by route, provider, model, outcome) and units (by status).
+    pub fn on_event(&self, e: &Event) {
+        match e {
+            Event::AttemptFinished { record: r, .. } => {
+                let attrs = [
+                    KeyValue::new("warden.route", r.route.clone()),
+                    KeyValue::new("gen_ai.provider.name", r.provider),
+                    KeyValue::new("gen_ai.request.model", r.model.clone()),
+                    KeyValue::new("warden.outcome", r.outcome.as_str()),
+                ];
+                self.attempts.add(1, &attrs);
+                self.duration
+                    .record(r.duration.as_secs_f64() * 1000.0, &attrs);
+                if let Some(t) = r.ttft {
+                    self.ttft.record(t.as_secs_f64() * 1000.0, &attrs[..3]);
+                }
+            }
+            Event::UnitFinished { result, .. } => {
+                self.units
+                    .add(1, &[KeyValue::new("warden.status", result.status.as_str())]);
+            }
+            _ => {}
+        }
     }
 }

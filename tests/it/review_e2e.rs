@@ -648,3 +648,33 @@ fn init_writes_a_starter_that_works_and_refuses_to_overwrite() {
             .any(|f| f["title"] == "unwrap() can panic on bad input")
     );
 }
+
+#[test]
+fn a_route_forced_open_by_a_401_is_never_called_again_in_the_run_not_even_by_verification() {
+    let s = Session::new(2);
+    s.fake.script("primary", vec![Behavior::status(401)]);
+    s.fake.script(
+        "fallback",
+        vec![Behavior::Answer(findings_answer(json!([finding(
+            11,
+            "high",
+            "Real bug"
+        )])))],
+    );
+    let cfg = std::fs::read_to_string(s.config_path()).unwrap();
+    s.write_config(&cfg.replacen(
+        "version = 1\n",
+        "version = 1\n[defaults.verification]\nenabled = true\n",
+        1,
+    ));
+    let (_, v) = s.review_json(&[]);
+    assert_eq!(
+        s.fake.requests_for("primary").len(),
+        1,
+        "one request, then the route is open for the whole run: {v}"
+    );
+    assert!(v["verification"]["units"].as_u64().unwrap() >= 1, "{v}");
+    assert_eq!(v["routes"]["primary"]["calls"], 1);
+    assert_eq!(v["routes"]["primary"]["breaker"]["state"], "forced_open");
+    assert_eq!(v["routes"]["primary"]["breaker"]["opens"], 1);
+}

@@ -16,7 +16,7 @@ use tracing::field::{Field, Visit};
 use tracing_subscriber::layer::{Context, SubscriberExt};
 use tracing_subscriber::registry::LookupSpan;
 use warden::config::{BreakerSettings, Execution};
-use warden::engine::{Engine, EngineRoute, Sink};
+use warden::engine::{Engine, EngineRoute};
 use warden::provider::Provider;
 
 // ---- span capture -------------------------------------------------------------------
@@ -145,7 +145,7 @@ fn attempt_spans_carry_genai_and_policy_attributes() {
             },
         ],
         exec,
-        Sink::none(),
+        warden::telemetry::Telemetry::spans_only(false).sink(),
     );
     tracing::subscriber::with_default(subscriber, || {
         let rt = tokio::runtime::Builder::new_current_thread()

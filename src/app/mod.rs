@@ -1,0 +1,87 @@
+//! The commands: parse → call the library → render → exit code. Nothing here decides
+//! policy; the library never calls back up into this layer.
+
+mod init;
+mod review;
+mod signals;
+mod skills;
+
+use std::io::{IsTerminal, Write};
+use std::path::Path;
+use warden::cli::{Cli, ColorChoice, Command, PlanArgs, PlanFormat, Ui};
+use warden::config::Settings;
+use warden::error::{Error, Result};
+use warden::plan;
+use warden::prepare::prepare;
+use warden::report::escape;
+
+/// Runs the command line; returns the process exit code.
+pub fn run(cli: Cli) -> Result<i32> {
+    match cli.command {
+        Some(Command::Plan(args)) => plan_cmd(&args),
+        Some(Command::Skills(args)) => skills::skills_cmd(&args),
+        Some(Command::Init(args)) => init::init_cmd(&args),
+        Some(Command::Review(args)) => review::review_cmd(&args),
+        None => review::review_cmd(&cli.review),
+    }
+}
+
+/// Sets colour output for stdout and stderr from `--color` and `NO_COLOR`.
+fn setup_color(ui: &Ui, to_file: bool) {
+    let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
+    let on = |terminal: bool| match ui.color {
+        ColorChoice::Always => true,
+        ColorChoice::Never => false,
+        ColorChoice::Auto => !no_color && terminal,
+    };
+    console::set_colors_enabled(on(!to_file && std::io::stdout().is_terminal()));
+    console::set_colors_enabled_stderr(on(std::io::stderr().is_terminal()));
+}
+
+/// Writes `text` to `-o FILE` or stdout. A closed stdout (`warden --json | head`) is not
+/// an error: warden stops writing and exits quietly, as ripgrep does.
+fn emit(output: Option<&Path>, text: &str) -> Result<()> {
+    if let Some(path) = output {
+        return std::fs::write(path, text).map_err(|e| Error::io(path, e));
+    }
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        Err(e) => Err(Error::io("<stdout>", e)),
+        Ok(()) => Ok(()),
+    }
+}
+
+/// Prints the config's warnings on stderr (not with `-q`).
+fn warn(ui: &Ui, settings: &Settings) {
+    if ui.quiet {
+        return;
+    }
+    let origin = settings
+        .config_path
+        .as_ref()
+        .map(|p| format!("{}: ", p.display()))
+        .unwrap_or_default();
+    for w in &settings.warnings {
+        eprintln!(
+            "{} {}",
+            console::style("warning:").yellow().for_stderr(),
+            escape::block(&format!("{origin}{w}"))
+        );
+    }
+}
+
+fn plan_cmd(args: &PlanArgs) -> Result<i32> {
+    setup_color(&args.ui, args.output.is_some());
+    let prepared = prepare(&args.selection.resolve()?)?;
+    warn(&args.ui, &prepared.settings);
+    let text = if args.json || args.format == PlanFormat::Json {
+        let mut s = serde_json::to_string_pretty(&prepared.plan).expect("plan serializes");
+        s.push('\n');
+        escape::json_doc(&s)
+    } else {
+        plan::render_text(&prepared.plan)
+    };
+    emit(args.output.as_deref(), &text)?;
+    Ok(0)
+}

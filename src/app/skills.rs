@@ -1,0 +1,89 @@
+//! `warden skills`: the skills found, where each comes from, and which ones run.
+
+use super::{emit, setup_color, warn};
+use warden::cli::SkillsArgs;
+use warden::error::Result;
+use warden::prepare::{load, repo_root, start_dir};
+use warden::skills::{Catalog, Skill, SkillOrigin};
+
+pub(super) fn skills_cmd(args: &SkillsArgs) -> Result<i32> {
+    setup_color(&args.ui, false);
+    let dir = start_dir(args.dir.as_deref())?;
+    let root = repo_root(&dir).unwrap_or(dir);
+    let (settings, catalog, active) = load(args.config.as_deref(), Some(&root), &[])?;
+    warn(&args.ui, &settings);
+    let active: Vec<String> = active.into_iter().map(|a| a.skill.name).collect();
+    let text = if args.json {
+        json(&catalog, &active)
+    } else {
+        table(&catalog, &active)
+    };
+    emit(None, &text)?;
+    Ok(0)
+}
+
+fn origin(o: &SkillOrigin) -> String {
+    match o {
+        SkillOrigin::BuiltIn => "built-in".to_string(),
+        SkillOrigin::Repo(p) => p.display().to_string(),
+    }
+}
+
+/// Where the skills `s` hides come from.
+fn overrides(catalog: &Catalog, s: &Skill) -> Vec<String> {
+    catalog
+        .shadowed
+        .iter()
+        .filter(|(h, _)| h.name == s.name)
+        .map(|(h, _)| origin(&h.origin))
+        .collect()
+}
+
+fn json(catalog: &Catalog, active: &[String]) -> String {
+    let list: Vec<serde_json::Value> = catalog
+        .skills
+        .iter()
+        .map(|s| {
+            serde_json::json!({
+                "name": s.name,
+                "description": s.description,
+                "allowedTools": s.allowed_tools,
+                "source": origin(&s.origin),
+                "active": active.contains(&s.name),
+                "overrides": overrides(catalog, s),
+            })
+        })
+        .collect();
+    format!(
+        "{}\n",
+        serde_json::to_string_pretty(&list).expect("serializes")
+    )
+}
+
+fn table(catalog: &Catalog, active: &[String]) -> String {
+    let mut out = String::new();
+    let width = catalog
+        .skills
+        .iter()
+        .map(|s| s.name.len())
+        .max()
+        .unwrap_or(0);
+    for s in &catalog.skills {
+        let mark = if active.contains(&s.name) { "*" } else { " " };
+        let over = overrides(catalog, s);
+        let over = if over.is_empty() {
+            String::new()
+        } else {
+            format!(" (overrides {})", over.join(", "))
+        };
+        out.push_str(&format!(
+            "{mark} {:<width$}  {}{}\n      {}\n",
+            console::style(&s.name).cyan(),
+            origin(&s.origin),
+            over,
+            s.description,
+        ));
+    }
+    out.push_str("\n* = runs in a review with the current config\n");
+    out
+}

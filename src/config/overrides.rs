@@ -1,0 +1,79 @@
+//! Command-line settings layered over the file: thresholds, the review budget and the
+//! built-in simulator. The command layer fills [`Overrides`] from typed flags; the rules
+//! for combining them with the file live here.
+
+use super::{Route, Settings};
+use crate::error::{Error, Result};
+use crate::provider::sim;
+use crate::severity::{Confidence, FailOn, Severity};
+use std::time::Duration;
+
+/// The `--sim` time scale: one simulated minute per second.
+pub const SIM_SCALE: u32 = 60;
+
+/// Settings given on the command line; each one, when present, wins over the file.
+#[derive(Debug, Clone, Default)]
+pub struct Overrides {
+    /// `--fail-on`.
+    pub fail_on: Option<FailOn>,
+    /// `--report-on`.
+    pub report_on: Option<Severity>,
+    /// `--min-confidence`.
+    pub min_confidence: Option<Confidence>,
+    /// `--budget`: the review budget.
+    pub budget: Option<Duration>,
+    /// `--sim[=PROFILE]`: the built-in simulator in place of the configured routes.
+    pub sim: Option<String>,
+}
+
+impl Settings {
+    /// Applies command-line overrides (the simulator first, so `--budget` still wins).
+    pub fn apply(&mut self, o: &Overrides) -> Result<()> {
+        if let Some(p) = &o.sim {
+            self.use_sim(p)?;
+        }
+        if let Some(f) = o.fail_on {
+            self.fail_on = f;
+        }
+        if let Some(r) = o.report_on {
+            self.report_on = r;
+        }
+        if let Some(c) = o.min_confidence {
+            self.min_confidence = c;
+        }
+        if let Some(b) = o.budget {
+            self.execution.review_budget = b;
+        }
+        Ok(())
+    }
+
+    /// Routes and budgets of the embedded simulator setup: a `profile` primary and a
+    /// `healthy` fallback, played [`SIM_SCALE`] times faster, with budgets scaled to match.
+    pub fn use_sim(&mut self, profile: &str) -> Result<()> {
+        if sim::Profile::named(profile).is_none() {
+            return Err(Error::Usage(format!(
+                "--sim={profile}: unknown profile: expected one of {}",
+                sim::PROFILES.join(", ")
+            )));
+        }
+        let scale = f64::from(SIM_SCALE);
+        self.routes = vec![
+            Route::sim("sim-primary", profile, scale, 1, 4),
+            Route::sim("sim-fallback", "healthy", scale, 2, 4),
+        ];
+        let e = &mut self.execution;
+        for d in [
+            &mut e.review_budget,
+            &mut e.hunk_budget,
+            &mut e.request_timeout,
+            &mut e.connect_timeout,
+            &mut e.first_token_timeout,
+            &mut e.idle_timeout,
+            &mut e.breaker.window,
+            &mut e.breaker.open_for,
+        ] {
+            *d /= SIM_SCALE;
+        }
+        Ok(())
+    }
+}

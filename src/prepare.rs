@@ -1,0 +1,122 @@
+//! Everything before the first model call: select the diff, load the config and the
+//! skills, and build the plan. The command layer says what the user asked for in a
+//! [`Selection`]; nothing here knows about flags.
+
+use crate::config::{self, Settings};
+use crate::diff::content::NoContent;
+use crate::diff::target::PatchSource;
+use crate::diff::{self, Target};
+use crate::error::{Error, Result};
+use crate::plan::{self, Plan};
+use crate::skills::{self, ActiveSkill};
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+/// What to review and where: the diff, the directory warden runs in, the config file and
+/// the skills asked for.
+#[derive(Debug, Clone)]
+pub struct Selection {
+    /// The diff to select.
+    pub target: Target,
+    /// Where warden runs (`-C DIR`, else the current directory).
+    pub dir: PathBuf,
+    /// `-c FILE`, else `warden.toml` at the repository root.
+    pub config: Option<PathBuf>,
+    /// `--skill NAME…`; empty: the config's skills, else the defaults.
+    pub skills: Vec<String>,
+}
+
+/// Everything a run needs before any model is called.
+#[derive(Debug)]
+pub struct Prepared {
+    /// The loaded settings.
+    pub settings: Settings,
+    /// What will be sent, in dispatch order.
+    pub plan: Plan,
+    /// The skills that run, with their settings.
+    pub active: Vec<ActiveSkill>,
+}
+
+/// The directory warden runs in: `dir` if given (it must exist), else the current one.
+pub fn start_dir(dir: Option<&Path>) -> Result<PathBuf> {
+    match dir {
+        Some(d) if !d.is_dir() => Err(Error::Usage(format!(
+            "-C {}: no such directory",
+            d.display()
+        ))),
+        Some(d) => Ok(d.to_path_buf()),
+        None => std::env::current_dir().map_err(|e| Error::io(".", e)),
+    }
+}
+
+/// The top folder of the repository around `dir`, if there is one.
+pub fn repo_root(dir: &Path) -> Option<PathBuf> {
+    git2::Repository::discover(dir)
+        .ok()
+        .and_then(|r| r.workdir().map(Path::to_path_buf))
+}
+
+/// Loads the settings (config at `root` unless `explicit`) and the skills they select.
+pub fn load(
+    explicit: Option<&Path>,
+    root: Option<&Path>,
+    requested: &[String],
+) -> Result<(Settings, skills::Catalog, Vec<ActiveSkill>)> {
+    let settings = config::load(explicit, root)?;
+    let catalog = skills::discover(root)?;
+    let active = skills::select(&catalog, &settings, requested)?;
+    Ok((settings, catalog, active))
+}
+
+/// Selects the diff, loads config and skills, and builds the plan.
+pub fn prepare(sel: &Selection) -> Result<Prepared> {
+    if let Target::Patch(source) = &sel.target {
+        // A patch needs no repository, but one around it still supplies config and skills.
+        let root = repo_root(&sel.dir);
+        let (bytes, name) = read_patch(source, &sel.dir)?;
+        let diff = diff::patch_text::parse(&bytes, &name)?;
+        let (settings, _, active) = load(sel.config.as_deref(), root.as_deref(), &sel.skills)?;
+        let plan = plan::build(&diff, &NoContent, &settings, &active);
+        return Ok(Prepared {
+            settings,
+            plan,
+            active,
+        });
+    }
+    let repo = diff::git::open_repo(&sel.dir)?;
+    let root = repo.workdir().map(Path::to_path_buf);
+    let (settings, _, active) = load(sel.config.as_deref(), root.as_deref(), &sel.skills)?;
+    let selection = diff::git::select(&repo, &sel.target, settings.default_branch.as_deref())?;
+    let plan = plan::build(&selection.diff, &selection.content, &settings, &active);
+    Ok(Prepared {
+        settings,
+        plan,
+        active,
+    })
+}
+
+fn read_patch(source: &PatchSource, dir: &Path) -> Result<(Vec<u8>, String)> {
+    match source {
+        PatchSource::Stdin => {
+            let mut buf = Vec::new();
+            std::io::stdin()
+                .read_to_end(&mut buf)
+                .map_err(|e| Error::io("<stdin>", e))?;
+            Ok((buf, "stdin".into()))
+        }
+        PatchSource::File(p) => {
+            let path = if p.is_absolute() {
+                p.clone()
+            } else {
+                dir.join(p)
+            };
+            let bytes = std::fs::read(&path).map_err(|e| {
+                Error::Usage(format!(
+                    "--diff {}: cannot read the file ({e})",
+                    p.display()
+                ))
+            })?;
+            Ok((bytes, p.display().to_string()))
+        }
+    }
+}
