@@ -656,9 +656,7 @@ fn a_route_forced_open_by_a_401_is_never_called_again_in_the_run_not_even_by_ver
     s.fake.script(
         "fallback",
         vec![Behavior::Answer(findings_answer(json!([finding(
-            11,
-            "high",
-            "Real bug"
+            11, "high", "Real bug"
         )])))],
     );
     let cfg = std::fs::read_to_string(s.config_path()).unwrap();
