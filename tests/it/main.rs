@@ -8,6 +8,8 @@ mod engine_http;
 mod engine_policy;
 mod errors;
 mod invariant;
+mod patch_input;
+mod patch_property;
 mod provider;
 mod report_formats;
 mod review_e2e;

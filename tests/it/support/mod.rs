@@ -5,6 +5,7 @@
 
 pub mod fake_provider;
 pub mod otlp_receiver;
+pub mod patch;
 pub mod scripted;
 
 use assert_cmd::Command;

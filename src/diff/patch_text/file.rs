@@ -1,0 +1,202 @@
+//! One file of a patch while it is read: its header facts (git's extended header or a
+//! traditional `---`/`+++` pair) and hunks, then the checks and the [`FileChange`].
+
+use super::error::ErrorKind;
+use super::names;
+use crate::diff::{ChangeStatus, FileChange, Hunk, RepoPath};
+
+/// What the headers said about one file. `is_new`/`is_delete` are None while unknown (a
+/// traditional header without `/dev/null` or an epoch timestamp), as in git.
+#[derive(Default)]
+pub(super) struct Pending {
+    /// The name of a `diff --git` line whose two halves agree.
+    pub def_name: Option<Vec<u8>>,
+    pub old_name: Option<Vec<u8>>,
+    pub new_name: Option<Vec<u8>>,
+    pub is_new: Option<bool>,
+    pub is_delete: Option<bool>,
+    pub renamed: bool,
+    pub copied: bool,
+    pub old_mode: Option<u32>,
+    pub new_mode: Option<u32>,
+    pub binary: bool,
+    pub hunks: Vec<Hunk>,
+    /// The input line of each hunk's header.
+    pub hunk_lines: Vec<usize>,
+}
+
+fn mode(s: &[u8]) -> Option<u32> {
+    let s = std::str::from_utf8(s).ok()?;
+    u32::from_str_radix(s.split_whitespace().next()?, 8).ok()
+}
+
+impl Pending {
+    /// Applies one git extended header line; false when the line is not one (the header
+    /// ends there).
+    pub fn git_header_line(&mut self, line: &[u8]) -> bool {
+        let name = |s: &[u8]| names::git_line_name(s, 0, false);
+        if let Some(m) = line.strip_prefix(b"old mode ") {
+            self.old_mode = mode(m);
+        } else if let Some(m) = line.strip_prefix(b"new mode ") {
+            self.new_mode = mode(m);
+        } else if let Some(m) = line.strip_prefix(b"deleted file mode ") {
+            self.is_delete = Some(true);
+            self.old_name = self.def_name.clone();
+            self.old_mode = mode(m);
+        } else if let Some(m) = line.strip_prefix(b"new file mode ") {
+            self.is_new = Some(true);
+            self.new_name = self.def_name.clone();
+            self.new_mode = mode(m);
+        } else if let Some(p) = line.strip_prefix(b"copy from ") {
+            self.copied = true;
+            self.old_name = name(p);
+        } else if let Some(p) = line.strip_prefix(b"copy to ") {
+            self.copied = true;
+            self.new_name = name(p);
+        } else if let Some(p) = line
+            .strip_prefix(b"rename from ")
+            .or_else(|| line.strip_prefix(b"rename old "))
+        {
+            self.renamed = true;
+            self.old_name = name(p);
+        } else if let Some(p) = line
+            .strip_prefix(b"rename to ")
+            .or_else(|| line.strip_prefix(b"rename new "))
+        {
+            self.renamed = true;
+            self.new_name = name(p);
+        } else if let Some(rest) = line.strip_prefix(b"index ") {
+            // `index abc..def 100644`: the mode of a file whose mode did not change.
+            if let Some(m) = rest.split(|c| *c == b' ').nth(1).and_then(mode) {
+                self.old_mode.get_or_insert(m);
+                self.new_mode.get_or_insert(m);
+            }
+        } else {
+            return line.starts_with(b"similarity index ")
+                || line.starts_with(b"dissimilarity index ");
+        }
+        true
+    }
+
+    /// Takes a `---`/`+++` pair into a git header when it names this same file (git's
+    /// rules: `/dev/null` exactly on the side a creation or deletion lacks). A pair naming
+    /// another file is not taken: it starts a plain diff of its own after a header-only
+    /// block (mode change, binary, rename, empty new file).
+    pub fn take_git_names(&mut self, old: &[u8], new: &[u8], p: usize) -> bool {
+        let created = self.is_new == Some(true);
+        let deleted = self.is_delete == Some(true);
+        let (old_null, new_null) = (names::is_dev_null(old), names::is_dev_null(new));
+        if old_null != created || (new_null && !deleted) || (deleted && !new_null) {
+            return false;
+        }
+        let old_name = (!old_null).then(|| names::git_line_name(old, p, true));
+        let new_name = (!new_null).then(|| names::git_line_name(new, p, true));
+        let agrees = |got: &Option<Option<Vec<u8>>>, known: &Option<Vec<u8>>| match (got, known) {
+            (Some(Some(g)), Some(k)) => g == k,
+            (Some(None), _) => false,
+            _ => true,
+        };
+        let known_old = self.old_name.clone().or_else(|| self.def_name.clone());
+        let known_new = self.new_name.clone().or_else(|| self.def_name.clone());
+        if !agrees(&old_name, &known_old) || !agrees(&new_name, &known_new) {
+            return false;
+        }
+        if let Some(Some(n)) = old_name {
+            self.old_name.get_or_insert(n);
+        }
+        if let Some(Some(n)) = new_name {
+            self.new_name.get_or_insert(n);
+        }
+        true
+    }
+
+    /// git's check after a `diff --git` header: the file must be named somewhere.
+    pub fn settle_git_names(&mut self) -> Result<(), ErrorKind> {
+        if self.old_name.is_none() && self.new_name.is_none() {
+            let def = self.def_name.clone().ok_or(ErrorKind::MissingName)?;
+            self.old_name = Some(def.clone());
+            self.new_name = Some(def);
+        }
+        let created = self.is_new == Some(true);
+        let deleted = self.is_delete == Some(true);
+        if (self.new_name.is_none() && !deleted) || (self.old_name.is_none() && !created) {
+            return Err(ErrorKind::MissingName);
+        }
+        Ok(())
+    }
+
+    pub fn path(&self) -> RepoPath {
+        let name = if self.is_delete == Some(true) {
+            self.old_name.as_ref().or(self.new_name.as_ref())
+        } else {
+            self.new_name.as_ref().or(self.old_name.as_ref())
+        };
+        RepoPath::from_bytes(name.cloned().unwrap_or_default())
+    }
+
+    /// Settles creation/deletion as git does (old lines rule out a creation, new lines a
+    /// deletion, and so does a second hunk), checks the hunks agree with it, and builds
+    /// the file. Errors carry the path; the caller adds the line.
+    pub fn finish(mut self) -> Result<FileChange, ErrorKind> {
+        let old_lines: u64 = self.hunks.iter().map(|h| u64::from(h.old_lines)).sum();
+        let new_lines: u64 = self.hunks.iter().map(|h| u64::from(h.new_lines)).sum();
+        let several = self.hunks.len() > 1;
+        if self.is_new.is_none() && (old_lines > 0 || several) {
+            self.is_new = Some(false);
+        }
+        if self.is_delete.is_none() && (new_lines > 0 || several) {
+            self.is_delete = Some(false);
+        }
+        // Still unknown: one hunk with no old lines (or no new ones). `git apply
+        // --summary` calls that a creation (or deletion), and so does warden.
+        if self.hunks.len() == 1 {
+            if self.is_new.is_none() {
+                self.is_new = Some(true);
+                self.is_delete = Some(false);
+            } else if self.is_delete.is_none() {
+                self.is_delete = Some(true);
+            }
+        }
+        let path = self.path();
+        let (created, deleted) = (self.is_new == Some(true), self.is_delete == Some(true));
+        if created && old_lines > 0 {
+            return Err(ErrorKind::NewFileWithOldLines {
+                path: path.to_string(),
+            });
+        }
+        if deleted && new_lines > 0 {
+            return Err(ErrorKind::DeletedFileWithNewLines {
+                path: path.to_string(),
+            });
+        }
+        let status = if created {
+            ChangeStatus::Added
+        } else if deleted {
+            ChangeStatus::Deleted
+        } else if self.renamed {
+            ChangeStatus::Renamed
+        } else if self.copied {
+            ChangeStatus::Copied
+        } else {
+            ChangeStatus::Modified
+        };
+        let old_path = match status {
+            ChangeStatus::Renamed | ChangeStatus::Copied => self
+                .old_name
+                .map(RepoPath::from_bytes)
+                .filter(|p| *p != path),
+            _ => None,
+        };
+        let gitlink = |m: Option<u32>| m == Some(0o160000);
+        Ok(FileChange {
+            path,
+            old_path,
+            status,
+            binary: self.binary,
+            submodule: gitlink(self.old_mode) || gitlink(self.new_mode),
+            old_mode: self.old_mode,
+            new_mode: self.new_mode,
+            hunks: self.hunks,
+        })
+    }
+}
