@@ -93,15 +93,17 @@ pub struct ReviewArgs {
     /// Which diff.
     #[command(flatten)]
     pub selection: Selection,
-    /// Report format.
+    /// Report format (of stdout, or of a bare `-o PATH`).
     #[arg(long, value_enum, value_name = "FORMAT")]
-    pub format: Option<ReviewFormat>,
+    pub format: Option<Format>,
     /// Shorthand for --format json.
     #[arg(long, conflicts_with = "format")]
     pub json: bool,
-    /// Write the report to FILE instead of stdout.
-    #[arg(short, long, value_name = "FILE")]
-    pub output: Option<PathBuf>,
+    /// Write a report to PATH: `FORMAT=PATH` (repeatable; e.g. `sarif=warden.sarif`) adds
+    /// a report in that format; a bare PATH receives the --format report instead of
+    /// stdout. Every file is created before the first model request.
+    #[arg(short, long = "output", value_name = "[FORMAT=]PATH")]
+    pub outputs: Vec<OutputSpec>,
     /// Fail (exit 1) on a finding at or above this severity, for every skill (`off`: never).
     #[arg(long, value_enum, ignore_case = true, value_name = "SEV")]
     pub fail_on: Option<FailOn>,
@@ -119,9 +121,13 @@ pub struct ReviewArgs {
     /// scaled to match. No key, no network.
     #[arg(long, value_name = "PROFILE", num_args = 0..=1, require_equals = true, default_missing_value = "slow-tail")]
     pub sim: Option<String>,
-    /// Write a JSONL trace of every span and event (review, units, attempts) to FILE.
+    /// Write a trace of the run to FILE: every span and event as JSONL, or with
+    /// `--trace-format chrome` a timeline for Perfetto or chrome://tracing.
     #[arg(long, value_name = "FILE")]
     pub trace: Option<PathBuf>,
+    /// The --trace file's format.
+    #[arg(long, value_enum, default_value_t = TraceFormat::Jsonl, value_name = "FORMAT", requires = "trace")]
+    pub trace_format: TraceFormat,
     /// Put prompts (diff content) on attempt spans in the trace and OTLP export. Off by
     /// default: telemetry carries no repository content unless you opt in.
     #[arg(long)]
@@ -191,18 +197,11 @@ pub enum ColorChoice {
     Never,
 }
 
-/// `warden review --format`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum ReviewFormat {
-    /// For people.
-    Text,
-    /// The JSON report (schemaVersion 1).
-    Json,
-    /// SARIF 2.1.0.
-    Sarif,
-    /// GitHub Actions workflow commands (and the step summary).
-    Github,
-}
+pub use crate::report::{Format, OutputSpec};
+pub use crate::telemetry::TraceFormat;
+
+/// `warden review --format` (the report formats).
+pub type ReviewFormat = Format;
 
 /// `warden plan --format`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

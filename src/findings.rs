@@ -19,6 +19,9 @@ pub struct ModelFinding {
     pub end_line: u32,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub suggestion: Option<String>,
+    /// The exact new text of lines `line..=end_line` that would fix the problem.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub replacement: Option<String>,
     /// The skill the model attributed it to (consolidated requests ask for it).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub skill: Option<String>,
@@ -105,6 +108,12 @@ fn validate(v: &Value) -> Option<ModelFinding> {
         suggestion: text("suggestion")
             .filter(|s| !s.is_empty())
             .map(str::to_string),
+        // Not trimmed: indentation is part of a replacement.
+        replacement: o
+            .get("replacement")
+            .and_then(Value::as_str)
+            .filter(|s| !s.trim().is_empty())
+            .map(str::to_string),
     })
 }
 
@@ -129,6 +138,17 @@ mod tests {
         let e = extract(a, 10, 20).unwrap();
         assert_eq!(e.findings.len(), 1);
         assert_eq!(e.findings[0].end_line, 12);
+        assert_eq!(e.findings[0].replacement, None);
+    }
+
+    #[test]
+    fn a_replacement_keeps_its_indentation() {
+        let a = r#"{"findings": [{"severity": "low", "title": "t", "line": 3, "replacement": "    let x = y?;\n"}]}"#;
+        let e = extract(a, 1, 10).unwrap();
+        assert_eq!(
+            e.findings[0].replacement.as_deref(),
+            Some("    let x = y?;\n")
+        );
     }
 
     #[test]

@@ -13,6 +13,7 @@ pub mod diff;
 pub mod engine;
 pub mod error;
 pub mod findings;
+pub mod outputs;
 pub mod plan;
 pub mod prepare;
 pub mod prompt;

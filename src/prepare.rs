@@ -8,6 +8,7 @@ use crate::diff::target::PatchSource;
 use crate::diff::{self, Target};
 use crate::error::{Error, Result};
 use crate::plan::{self, Plan};
+use crate::report::Vcs;
 use crate::skills::{self, ActiveSkill};
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -35,6 +36,12 @@ pub struct Prepared {
     pub plan: Plan,
     /// The skills that run, with their settings.
     pub active: Vec<ActiveSkill>,
+    /// Repository, revision and branch reviewed, for SARIF provenance and links.
+    pub vcs: Option<Vcs>,
+}
+
+fn env_var(name: &str) -> Option<String> {
+    std::env::var(name).ok()
 }
 
 /// The directory warden runs in: `dir` if given (it must exist), else the current one.
@@ -77,10 +84,12 @@ pub fn prepare(sel: &Selection) -> Result<Prepared> {
         let diff = diff::patch_text::parse(&bytes, &name)?;
         let (settings, _, active) = load(sel.config.as_deref(), root.as_deref(), &sel.skills)?;
         let plan = plan::build(&diff, &NoContent, &settings, &active);
+        let repo = git2::Repository::discover(&sel.dir).ok();
         return Ok(Prepared {
             settings,
             plan,
             active,
+            vcs: Vcs::discover(repo.as_ref(), None, &env_var),
         });
     }
     let repo = diff::git::open_repo(&sel.dir)?;
@@ -88,10 +97,16 @@ pub fn prepare(sel: &Selection) -> Result<Prepared> {
     let (settings, _, active) = load(sel.config.as_deref(), root.as_deref(), &sel.skills)?;
     let selection = diff::git::select(&repo, &sel.target, settings.default_branch.as_deref())?;
     let plan = plan::build(&selection.diff, &selection.content, &settings, &active);
+    let head = match &sel.target {
+        Target::Range { head, .. } => Some(head.as_str()),
+        _ => None,
+    };
+    let vcs = Vcs::discover(Some(&repo), head, &env_var);
     Ok(Prepared {
         settings,
         plan,
         active,
+        vcs,
     })
 }
 

@@ -28,6 +28,8 @@ pub struct ReviewInput {
     pub settings: Settings,
     /// Clients for the settings' routes, in failover order.
     pub routes: Vec<EngineRoute>,
+    /// Repository, revision and branch under review (SARIF provenance, links), if known.
+    pub vcs: Option<report::Vcs>,
 }
 
 const NO_ROUTES: &str = "no model routes are configured (no [[routes]] in warden.toml and no defaults.model)
@@ -61,6 +63,7 @@ pub async fn run(input: ReviewInput, sink: Sink, interrupt: CancellationToken) -
         skills,
         settings,
         routes,
+        vcs,
     } = input;
     let exec = settings.execution;
     sink.emit(Event::ReviewStarted(Arc::new(ReviewInfo {
@@ -80,7 +83,8 @@ pub async fn run(input: ReviewInput, sink: Sink, interrupt: CancellationToken) -
         None
     };
     ticker.abort();
-    let report = report::build(&plan, &review, &settings, &skills, verification.as_ref());
+    let mut report = report::build(&plan, &review, &settings, &skills, verification.as_ref());
+    report.vcs = vcs;
     sink.emit(Event::ReviewFinished {
         outcome: report.outcome,
         reviewed: report.summary.reviewed,

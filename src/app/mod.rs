@@ -6,7 +6,7 @@ mod review;
 mod signals;
 mod skills;
 
-use std::io::{IsTerminal, Write};
+use std::io::IsTerminal;
 use std::path::Path;
 use warden::cli::{Cli, ColorChoice, Command, PlanArgs, PlanFormat, Ui};
 use warden::config::Settings;
@@ -44,12 +44,7 @@ fn emit(output: Option<&Path>, text: &str) -> Result<()> {
     if let Some(path) = output {
         return std::fs::write(path, text).map_err(|e| Error::io(path, e));
     }
-    let mut out = std::io::stdout().lock();
-    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
-        Err(e) => Err(Error::io("<stdout>", e)),
-        Ok(()) => Ok(()),
-    }
+    warden::outputs::write_stdout(text).map_err(|e| Error::io("<stdout>", e))
 }
 
 /// Prints the config's warnings on stderr (not with `-q`).

@@ -1,19 +1,20 @@
-//! `warden review`: prepare, run the review with progress and telemetry listening to its
-//! events, render the report, map the exit code.
+//! `warden review`: prepare, open every output, run the review with progress and
+//! telemetry listening to its events, write the reports, map the exit code.
 
 use super::signals::Signals;
-use super::{emit, setup_color, warn};
+use super::{setup_color, warn};
+use std::path::PathBuf;
 use std::sync::Arc;
-use warden::cli::{ReviewArgs, ReviewFormat};
+use warden::cli::ReviewArgs;
 use warden::error::{Error, Result};
+use warden::outputs::Outputs;
 use warden::prepare::prepare;
 use warden::report::progress::{Mode, Progress};
-use warden::report::{Report, escape, github, sarif, summary_md, text};
 use warden::review::{self, ReviewInput};
 use warden::telemetry::{self, Telemetry};
 
 pub(super) fn review_cmd(args: &ReviewArgs) -> Result<i32> {
-    setup_color(&args.ui, args.output.is_some());
+    setup_color(&args.ui, args.outputs.iter().any(|o| o.format.is_none()));
     let mut prepared = prepare(&args.selection.resolve()?)?;
     prepared.settings.apply(&args.overrides())?;
     warn(&args.ui, &prepared.settings);
@@ -23,9 +24,16 @@ pub(super) fn review_cmd(args: &ReviewArgs) -> Result<i32> {
         plan: prepared.plan,
         skills: prepared.active,
         settings: prepared.settings,
+        vcs: prepared.vcs,
     };
+    // Every output is opened before the first request: a bad path costs no money.
+    let step_summary = std::env::var_os("GITHUB_STEP_SUMMARY")
+        .filter(|p| !p.is_empty())
+        .map(PathBuf::from);
+    let outputs = Outputs::open(args.format(), &args.outputs, step_summary)?;
     let telemetry = Telemetry::init(&telemetry::Options {
         trace_file: args.trace.clone(),
+        trace_format: args.trace_format,
         trace_content: args.trace_content,
     })?;
     let progress = Arc::new(Progress::new(Mode::detect(args.ui.quiet), args.ui.verbose));
@@ -42,40 +50,8 @@ pub(super) fn review_cmd(args: &ReviewArgs) -> Result<i32> {
     });
     progress.finish();
     telemetry.finish();
-    let format = args.format();
-    emit(args.output.as_deref(), &render(format, &report))?;
-    if format == ReviewFormat::Github {
-        append_step_summary(&report)?;
-    }
+    outputs.write(&report)?;
     // Dropping the runtime would wait for the signal listener; it is not needed now.
     runtime.shutdown_background();
     Ok(signals.code().unwrap_or_else(|| report.exit_code(fail_on)))
-}
-
-fn render(format: ReviewFormat, report: &Report) -> String {
-    match format {
-        ReviewFormat::Text => text::render(report),
-        ReviewFormat::Json => {
-            let mut s = serde_json::to_string_pretty(report).expect("report serializes");
-            s.push('\n');
-            escape::json_doc(&s)
-        }
-        ReviewFormat::Sarif => escape::json_doc(&sarif::render(report)),
-        ReviewFormat::Github => github::render(report),
-    }
-}
-
-/// In GitHub Actions, the Markdown summary goes to `$GITHUB_STEP_SUMMARY` too.
-fn append_step_summary(report: &Report) -> Result<()> {
-    use std::io::Write;
-    let Some(path) = std::env::var_os("GITHUB_STEP_SUMMARY").filter(|p| !p.is_empty()) else {
-        return Ok(());
-    };
-    let path = std::path::PathBuf::from(path);
-    std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(&path)
-        .and_then(|mut f| f.write_all(summary_md::render(report).as_bytes()))
-        .map_err(|e| Error::io(&path, e))
 }

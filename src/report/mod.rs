@@ -2,15 +2,28 @@
 //! section 8), built from the plan and the engine's report. Renderers never decide
 //! policy; they only show this model.
 
+mod dedupe;
 pub mod escape;
+mod fit;
+mod format;
 pub mod github;
+pub mod gitlab;
+pub mod markdown;
 mod metrics;
 pub mod progress;
+pub mod rdjson;
+mod rules;
 pub mod sarif;
+mod source;
 pub mod summary_md;
 pub mod text;
+mod vcs;
 
+pub use format::{Format, OutputSpec};
 pub use metrics::{BreakerReport, RouteMetrics, TimeoutsByStage};
+pub use rules::SkillInfo;
+pub use source::SourceContext;
+pub use vcs::Vcs;
 
 use crate::chunk::ChunkLineKind;
 use crate::config::Settings;
@@ -72,6 +85,11 @@ pub struct Report {
     pub fail_on: String,
     pub report_on: Severity,
     pub min_confidence: Confidence,
+    /// The skills that ran, as rules: what each checks.
+    pub skills: Vec<SkillInfo>,
+    /// Repository, revision and branch reviewed, when known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub vcs: Option<Vcs>,
 }
 
 #[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
@@ -159,6 +177,9 @@ pub struct Finding {
     pub description: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub suggestion: Option<String>,
+    /// The exact new text of lines `startLine..=endLine` that fixes the problem.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub replacement: Option<String>,
     pub path: String,
     pub start_line: u32,
     pub end_line: u32,
@@ -170,6 +191,9 @@ pub struct Finding {
     /// The text of the finding's first line (empty when not in the chunk).
     #[serde(skip)]
     pub line_text: String,
+    /// The finding's lines with a little context, from the reviewed chunk.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub context: Option<SourceContext>,
 }
 
 impl Report {
@@ -258,7 +282,6 @@ pub fn build(
         ..Summary::default()
     };
     let mut units = Vec::with_capacity(plan.units.len());
-    let mut findings = Vec::new();
     let mut per_skill_count: BTreeMap<String, usize> = BTreeMap::new();
     for (unit, result) in plan.units.iter().zip(&engine.units) {
         let chunk = &plan.files[unit.file].chunks[unit.chunk];
@@ -322,6 +345,8 @@ pub fn build(
                 title: f.title.clone(),
                 description: f.description.clone(),
                 suggestion: f.suggestion.clone(),
+                replacement: f.replacement.clone(),
+                context: source::context(chunk, f.line, f.end_line),
                 path,
                 start_line: f.line,
                 end_line: f.end_line,
@@ -344,7 +369,6 @@ pub fn build(
             UnitStatus::Cancelled => summary.cancelled += 1,
             UnitStatus::Skipped => summary.skipped += 1,
         }
-        findings.extend(unit_findings.iter().cloned());
         units.push(UnitReport {
             skill: unit.skill.clone(),
             skills: unit.skills.clone(),
@@ -360,6 +384,8 @@ pub fn build(
             findings: unit_findings,
         });
     }
+    summary.findings_dropped += dedupe::remove_duplicates(&mut units);
+    let mut findings: Vec<Finding> = units.iter().flat_map(|u| u.findings.clone()).collect();
     findings.sort_by(|a, b| {
         b.severity
             .cmp(&a.severity)
@@ -412,5 +438,7 @@ pub fn build(
         fail_on: settings.fail_on.to_string(),
         report_on: settings.report_on,
         min_confidence: settings.min_confidence,
+        skills: SkillInfo::from_active(active),
+        vcs: None,
     }
 }

@@ -1,8 +1,12 @@
-//! SARIF 2.1.0 for code-scanning tools. Rule ids are stable (`warden/<skill>`), results
-//! carry fingerprints that survive line shifts, and every unit that was not reviewed is a
-//! tool execution notification with `executionSuccessful: false` on the invocation.
+//! SARIF 2.1.0 as GitHub code scanning ingests it. Rule ids are stable (`warden/<skill>`)
+//! and every rule carries `fullDescription` and `help` (text and Markdown) from the
+//! skill; results carry the code they point at (`region.snippet`, `contextRegion`) and
+//! fingerprints that survive line shifts; the run names the repository, revision and
+//! branch (`versionControlProvenance`); every unit that was not reviewed is a tool
+//! execution notification with `executionSuccessful: false` on the invocation.
 
-use super::{Report, ReviewOutcome};
+use super::escape::md_inline;
+use super::{Finding, Report, ReviewOutcome};
 use crate::severity::Severity;
 use serde_json::{Value, json};
 use std::collections::BTreeSet;
@@ -19,24 +23,89 @@ pub fn rule_id(skill: &str) -> String {
     format!("warden/{skill}")
 }
 
+/// A unit's first skill (a consolidated unit has several; its rule is the first's).
+fn first_skill(u: &super::UnitReport) -> &str {
+    u.skills.first().unwrap_or(&u.skill)
+}
+
+/// A rule for `skill`: its description and instructions summary as GitHub shows them.
+fn rule(r: &Report, skill: &str) -> Value {
+    let info = r.skills.iter().find(|s| s.name == skill);
+    let generic = format!("Findings of the warden skill {skill}.");
+    let description = info
+        .map(|i| i.description.trim())
+        .filter(|d| !d.is_empty())
+        .unwrap_or(&generic);
+    let summary = info.map(|i| i.summary.trim()).unwrap_or("");
+    // Skill text is repository content: escaped, one Markdown line per line.
+    let md_lines = |s: &str| {
+        s.lines()
+            .map(|l| md_inline(l.trim()))
+            .collect::<Vec<_>>()
+            .join("  \n")
+    };
+    let (full, help_md) = if summary.is_empty() {
+        (description.to_string(), md_lines(description))
+    } else {
+        (
+            format!("{description}\n\n{summary}"),
+            format!("**{}**\n\n{}", md_inline(description), md_lines(summary)),
+        )
+    };
+    json!({
+        "id": rule_id(skill),
+        "name": skill,
+        "shortDescription": {"text": description},
+        "fullDescription": {"text": full},
+        "help": {"text": full, "markdown": help_md},
+        "defaultConfiguration": {"level": "warning"},
+        "properties": {"tags": ["warden", "ai-review"]},
+    })
+}
+
+/// The finding's region, with the code it covers when the chunk had it.
+fn region(f: &Finding) -> (Value, Option<Value>) {
+    let end = f.end_line.max(f.start_line);
+    let mut region = json!({"startLine": f.start_line, "endLine": end});
+    let Some(ctx) = &f.context else {
+        return (region, None);
+    };
+    if let Some(text) = ctx.lines(f.start_line, end) {
+        region["snippet"] = json!({"text": text});
+    }
+    let context = json!({
+        "startLine": ctx.start_line,
+        "endLine": ctx.end_line,
+        "snippet": {"text": ctx.text},
+    });
+    (region, Some(context))
+}
+
+/// The run's `versionControlProvenance` (SARIF needs a repository URI for it).
+fn provenance(r: &Report) -> Option<Value> {
+    let vcs = r.vcs.as_ref()?;
+    let mut d = json!({
+        "repositoryUri": vcs.repository_uri.as_ref()?,
+        "mappedTo": {"uriBaseId": "%SRCROOT%"},
+    });
+    if let Some(rev) = &vcs.revision {
+        d["revisionId"] = json!(rev);
+    }
+    if let Some(b) = &vcs.branch {
+        d["branch"] = json!(b);
+    }
+    Some(json!([d]))
+}
+
 pub fn render(r: &Report) -> String {
     let skills: BTreeSet<&str> = r
         .units
         .iter()
-        .map(|u| u.skill.as_str())
+        .flat_map(|u| u.skills.iter().map(String::as_str))
         .chain(r.findings.iter().map(|f| f.skill.as_str()))
+        .chain(r.skills.iter().map(|s| s.name.as_str()))
         .collect();
-    let rules: Vec<Value> = skills
-        .iter()
-        .map(|s| {
-            json!({
-                "id": rule_id(s),
-                "name": s,
-                "shortDescription": {"text": format!("Findings of the warden skill `{s}`")},
-                "defaultConfiguration": {"level": "warning"},
-            })
-        })
-        .collect();
+    let rules: Vec<Value> = skills.iter().map(|s| rule(r, s)).collect();
     let rule_index = |s: &str| skills.iter().position(|x| *x == s).unwrap_or(0);
     let results: Vec<Value> = r
         .findings
@@ -49,19 +118,23 @@ pub fn render(r: &Report) -> String {
             if let Some(s) = &f.suggestion {
                 message = format!("{message} Suggestion: {s}");
             }
+            let (region, context) = region(f);
+            let mut location = json!({
+                "artifactLocation": {"uri": f.path, "uriBaseId": "%SRCROOT%"},
+                "region": region,
+            });
+            if let Some(c) = context {
+                location["contextRegion"] = c;
+            }
             json!({
                 "ruleId": rule_id(&f.skill),
                 "ruleIndex": rule_index(&f.skill),
                 "level": level(f.severity),
                 "message": {"text": message},
-                "locations": [{
-                    "physicalLocation": {
-                        "artifactLocation": {"uri": f.path, "uriBaseId": "%SRCROOT%"},
-                        "region": {"startLine": f.start_line, "endLine": f.end_line.max(f.start_line)},
-                    }
-                }],
+                "locations": [{"physicalLocation": location}],
+                // The finding id hashes skill, path, title and line text, not the line.
                 "partialFingerprints": {
-                    "wardenFinding/v1": format!("{:016x}", super::fnv1a(&[&f.skill, &f.path, &f.title.to_lowercase(), &f.line_text])),
+                    "wardenFinding/v1": f.id.trim_start_matches('W'),
                 },
                 "properties": {
                     "id": f.id,
@@ -89,35 +162,39 @@ pub fn render(r: &Report) -> String {
                     }
                 }],
                 "descriptor": {"id": "warden/not-reviewed"},
-                "associatedRule": {"id": rule_id(&u.skill), "index": rule_index(&u.skill)},
+                "associatedRule": {"id": rule_id(first_skill(u)), "index": rule_index(first_skill(u))},
                 "properties": {"status": u.status, "skill": u.skill, "route": u.route},
             })
         })
         .collect();
+    let mut run = json!({
+        "tool": {"driver": {
+            "name": "warden",
+            "version": env!("CARGO_PKG_VERSION"),
+            "informationUri": "https://github.com/warden-review/warden",
+            "rules": rules,
+        }},
+        "originalUriBaseIds": {"%SRCROOT%": {"uri": "file:///"}},
+        "results": results,
+        "invocations": [{
+            "executionSuccessful": r.outcome == ReviewOutcome::Complete,
+            "toolExecutionNotifications": notifications,
+            "properties": {
+                "outcome": r.outcome,
+                "summary": r.summary,
+                "durationMs": r.duration_ms,
+                "budgetMs": r.budget_ms,
+            },
+        }],
+        "properties": {"target": r.target},
+    });
+    if let Some(p) = provenance(r) {
+        run["versionControlProvenance"] = p;
+    }
     let doc = json!({
         "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
         "version": "2.1.0",
-        "runs": [{
-            "tool": {"driver": {
-                "name": "warden",
-                "version": env!("CARGO_PKG_VERSION"),
-                "informationUri": "https://github.com/warden-review/warden",
-                "rules": rules,
-            }},
-            "originalUriBaseIds": {"%SRCROOT%": {"uri": "file:///"}},
-            "results": results,
-            "invocations": [{
-                "executionSuccessful": r.outcome == ReviewOutcome::Complete,
-                "toolExecutionNotifications": notifications,
-                "properties": {
-                    "outcome": r.outcome,
-                    "summary": r.summary,
-                    "durationMs": r.duration_ms,
-                    "budgetMs": r.budget_ms,
-                },
-            }],
-            "properties": {"target": r.target},
-        }],
+        "runs": [run],
     });
     let mut s = serde_json::to_string_pretty(&doc).expect("SARIF serializes");
     s.push('\n');

@@ -1,12 +1,45 @@
 //! The Markdown summary appended to `$GITHUB_STEP_SUMMARY`: outcome, findings, coverage
-//! by status, and per-route figures.
+//! by status, and per-route figures. GitHub refuses a step summary over 1 MiB, so the
+//! findings table is cut (least severe first) to stay under it, with a note saying what
+//! was cut.
 
 use super::escape::{md_code, md_code_cell as code, md_inline as cell};
-use super::{Report, ReviewOutcome};
+use super::{Report, ReviewOutcome, fit};
 use crate::engine::UnitStatus;
 use std::fmt::Write;
 
+/// GitHub's limit for one step's summary is 1 MiB; stay a little under it.
+pub const STEP_SUMMARY_LIMIT: usize = 1024 * 1024 - 4096;
+
+/// A finding title longer than this is cut in the table.
+const TITLE_CHARS: usize = 300;
+
+/// The summary, at most [`STEP_SUMMARY_LIMIT`] bytes.
 pub fn render(r: &Report) -> String {
+    render_within(r, STEP_SUMMARY_LIMIT)
+}
+
+/// The summary in at most `limit` bytes: as many findings as fit, most severe first.
+pub fn render_within(r: &Report, limit: usize) -> String {
+    let (_, text) = fit::largest_fitting(
+        r.findings.len(),
+        |s| s.len() <= limit,
+        |shown| body(r, shown),
+    );
+    if text.len() <= limit {
+        return text;
+    }
+    // Even with no findings listed it is too long (a limit far below any real one).
+    const NOTE: &str = "\n\n_(cut here: GitHub's step summary limit)_\n";
+    let mut end = limit.saturating_sub(NOTE.len());
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}{NOTE}", &text[..end])
+}
+
+/// The summary listing the first `shown` findings.
+fn body(r: &Report, shown: usize) -> String {
     let mut out = String::new();
     let s = &r.summary;
     let verdict = match r.outcome {
@@ -35,7 +68,7 @@ pub fn render(r: &Report) -> String {
             out,
             "### Findings\n\n| severity | file | lines | title | skill |\n|---|---|---|---|---|"
         );
-        for f in &r.findings {
+        for f in &r.findings[..shown] {
             let _ = writeln!(
                 out,
                 "| {} | {} | {}-{} | {} | {} |",
@@ -43,11 +76,18 @@ pub fn render(r: &Report) -> String {
                 code(&f.path),
                 f.start_line,
                 f.end_line,
-                cell(&f.title),
+                cell(fit::truncate_chars(&f.title, TITLE_CHARS)),
                 cell(&f.skill)
             );
         }
         let _ = writeln!(out);
+        if shown < r.findings.len() {
+            let _ = writeln!(
+                out,
+                "✂️ {} not shown here, to stay under GitHub's 1 MiB step summary limit; every finding is in the report files.\n",
+                fit::describe(&r.findings[shown..])
+            );
+        }
     }
     let _ = writeln!(out, "### Coverage\n\n| status | units |\n|---|---|");
     for (st, n) in [
@@ -81,30 +121,35 @@ pub fn render(r: &Report) -> String {
         let _ = writeln!(out, "\n</details>\n");
     }
     if !r.route_order.is_empty() {
+        let _ = write!(out, "### Routes\n\n{}", route_table(r));
+    }
+    out
+}
+
+/// Per-route figures as a Markdown table (also folded into the PR comment).
+pub(crate) fn route_table(r: &Report) -> String {
+    let mut out = String::from(
+        "| route | calls | ok | timeouts | unavailable | rate limited | failovers from | p50 | p95 | max | TTFT p95 | breaker |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n",
+    );
+    for name in &r.route_order {
+        let m = &r.routes[name];
         let _ = writeln!(
             out,
-            "### Routes\n\n| route | calls | ok | timeouts | unavailable | rate limited | failovers from | p50 | p95 | max | TTFT p95 | breaker |\n|---|---|---|---|---|---|---|---|---|---|---|---|"
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} ({} opens) |",
+            cell(name),
+            m.calls,
+            m.ok,
+            m.timeouts,
+            m.unavailable,
+            m.rate_limited,
+            m.failovers_from,
+            super::secs(m.p50_ms, "–"),
+            super::secs(m.p95_ms, "–"),
+            super::secs(m.max_ms, "–"),
+            super::secs(m.ttft_p95_ms, "–"),
+            m.breaker.state.as_str(),
+            m.breaker.opens
         );
-        for name in &r.route_order {
-            let m = &r.routes[name];
-            let _ = writeln!(
-                out,
-                "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} ({} opens) |",
-                cell(name),
-                m.calls,
-                m.ok,
-                m.timeouts,
-                m.unavailable,
-                m.rate_limited,
-                m.failovers_from,
-                super::secs(m.p50_ms, "–"),
-                super::secs(m.p95_ms, "–"),
-                super::secs(m.max_ms, "–"),
-                super::secs(m.ttft_p95_ms, "–"),
-                m.breaker.state.as_str(),
-                m.breaker.opens
-            );
-        }
     }
     out
 }

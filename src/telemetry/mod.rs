@@ -1,9 +1,11 @@
 //! Telemetry, an event consumer: `tracing` spans on every review, unit and attempt
 //! (OpenTelemetry GenAI attribute names where they exist, `warden.` for ours) built from
-//! the engine's events, written as JSONL with `--trace FILE` and exported over OTLP/HTTP
-//! (spans and metrics) when the OTel env vars ask for it. Prompts, diff content and
+//! the engine's events, written as JSONL with `--trace FILE` (or, with `--trace-format
+//! chrome`, as a Chrome Trace Event timeline) and exported over OTLP/HTTP (spans and
+//! metrics) when the OTel env vars ask for it. Prompts, diff content and
 //! answers are not recorded unless the user opts in; keys never.
 
+mod chrome;
 mod jsonl;
 #[cfg(feature = "otlp")]
 mod otlp;
@@ -20,11 +22,23 @@ use tracing_subscriber::layer::SubscriberExt;
 /// The longest warden waits at exit for telemetry to flush.
 pub const FLUSH_BOUND: Duration = Duration::from_secs(2);
 
+/// The `--trace` file's format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum TraceFormat {
+    /// Every span and event, one JSON object per line (docs/trace-format.md).
+    #[default]
+    Jsonl,
+    /// Chrome Trace Event format, for Perfetto or chrome://tracing.
+    Chrome,
+}
+
 /// What telemetry to install.
 #[derive(Debug, Clone, Default)]
 pub struct Options {
-    /// `--trace FILE`: a JSONL trace of every span and event.
+    /// `--trace FILE`: a trace of every span and event.
     pub trace_file: Option<PathBuf>,
+    /// `--trace-format`: JSONL spans and events, or a Chrome trace timeline.
+    pub trace_format: TraceFormat,
     /// `--trace-content`: prompts on attempt spans (off by default, for privacy).
     pub trace_content: bool,
 }
@@ -33,6 +47,8 @@ pub struct Options {
 /// [`Telemetry::finish`] once the review is over.
 pub struct Telemetry {
     jsonl: Option<jsonl::Writer>,
+    /// `--trace-format chrome`: the file (created up front) and the event recorder.
+    chrome: Option<(PathBuf, std::fs::File, Arc<chrome::Recorder>)>,
     spans: Arc<spans::Spans>,
     #[cfg(feature = "otlp")]
     otlp: Option<(otlp::Otlp, Arc<otlp::Metrics>)>,
@@ -41,17 +57,24 @@ pub struct Telemetry {
 impl Telemetry {
     /// Installs the global subscriber if any sink is wanted; otherwise costs nothing.
     pub fn init(opts: &Options) -> Result<Telemetry> {
-        let jsonl = match &opts.trace_file {
-            Some(p) => {
-                let f = std::fs::File::create(p).map_err(|e| {
-                    Error::Usage(format!(
-                        "--trace {}: cannot create the file ({e})",
-                        p.display()
-                    ))
-                })?;
-                Some(Arc::new(Mutex::new(std::io::BufWriter::new(f))))
-            }
+        let file = match &opts.trace_file {
+            Some(p) => Some(std::fs::File::create(p).map_err(|e| {
+                Error::Usage(format!(
+                    "--trace {}: cannot create the file ({e})",
+                    p.display()
+                ))
+            })?),
             None => None,
+        };
+        let (jsonl, chrome) = match (file, &opts.trace_file, opts.trace_format) {
+            (Some(f), _, TraceFormat::Jsonl) => {
+                (Some(Arc::new(Mutex::new(std::io::BufWriter::new(f)))), None)
+            }
+            (Some(f), Some(p), TraceFormat::Chrome) => (
+                None,
+                Some((p.clone(), f, Arc::new(chrome::Recorder::new()))),
+            ),
+            _ => (None, None),
         };
         #[cfg(feature = "otlp")]
         let (otlp, tracer) = if otlp::requested() {
@@ -83,6 +106,7 @@ impl Telemetry {
         }
         Ok(Telemetry {
             jsonl,
+            chrome,
             spans: Arc::new(spans::Spans::new(opts.trace_content)),
             #[cfg(feature = "otlp")]
             otlp,
@@ -93,6 +117,7 @@ impl Telemetry {
     pub fn spans_only(trace_content: bool) -> Telemetry {
         Telemetry {
             jsonl: None,
+            chrome: None,
             spans: Arc::new(spans::Spans::new(trace_content)),
             #[cfg(feature = "otlp")]
             otlp: None,
@@ -102,9 +127,13 @@ impl Telemetry {
     /// This telemetry as an event consumer: spans, and metrics when OTLP is on.
     pub fn sink(&self) -> Sink {
         let spans = self.spans.clone();
+        let chrome = self.chrome.as_ref().map(|(_, _, r)| r.clone());
         #[cfg(feature = "otlp")]
         let metrics = self.otlp.as_ref().map(|(_, m)| m.clone());
         Sink::new(move |e| {
+            if let Some(c) = &chrome {
+                c.on_event(&e);
+            }
             spans.on_event(&e);
             #[cfg(feature = "otlp")]
             if let Some(m) = &metrics {
@@ -113,8 +142,20 @@ impl Telemetry {
         })
     }
 
-    /// Flushes every sink within [`FLUSH_BOUND`].
+    /// Writes the Chrome trace and flushes every sink within [`FLUSH_BOUND`].
     pub fn finish(self) {
+        if let Some((path, file, recorder)) = self.chrome {
+            let mut w = std::io::BufWriter::new(file);
+            let written = serde_json::to_writer(&mut w, &recorder.render())
+                .map_err(std::io::Error::from)
+                .and_then(|()| w.flush());
+            if let Err(e) = written {
+                eprintln!(
+                    "warning: --trace {}: cannot write the trace ({e})",
+                    path.display()
+                );
+            }
+        }
         #[cfg(feature = "otlp")]
         if let Some((o, _)) = self.otlp {
             o.shutdown(FLUSH_BOUND);

@@ -2,12 +2,15 @@
 
 mod support;
 
+mod chrome_trace;
 mod chunking;
+mod ci_formats;
 mod config;
 mod engine_http;
 mod engine_policy;
 mod errors;
 mod invariant;
+mod outputs;
 mod patch_input;
 mod patch_property;
 mod provider;

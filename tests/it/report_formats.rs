@@ -6,7 +6,8 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use warden::engine::{BreakerState, UnitStatus};
 use warden::report::{
-    self, AttemptReport, Finding, Report, ReviewOutcome, RouteMetrics, Summary, UnitReport,
+    self, AttemptReport, Finding, Report, ReviewOutcome, RouteMetrics, SkillInfo, SourceContext,
+    Summary, UnitReport, Vcs,
 };
 use warden::scan::Skipped;
 use warden::severity::{Confidence, FailOn, Severity};
@@ -27,6 +28,14 @@ fn finding(skill: &str, sev: Severity, path: &str, line: u32, title: &str, desc:
         model: "kimi-k2".into(),
         verification: None,
         line_text: format!("line {line}"),
+        replacement: None,
+        context: Some(SourceContext {
+            start_line: line - 2,
+            end_line: line + 2,
+            text: (line - 2..=line + 2)
+                .map(|n| format!("line {n}\n"))
+                .collect(),
+        }),
     }
 }
 
@@ -117,6 +126,7 @@ pub fn fixture() -> Report {
     );
     unwrap.route = "fallback".into();
     unwrap.suggestion = Some("use `?`".into());
+    unwrap.replacement = Some("    let port = cfg.port()?;\n".into());
     let units = vec![
         UnitReport {
             skill: "security-review".into(),
@@ -225,7 +235,34 @@ pub fn fixture() -> Report {
         fail_on: "high".into(),
         report_on: Severity::Low,
         min_confidence: Confidence::Medium,
+        skills: vec![
+            SkillInfo {
+                name: "code-review".into(),
+                description: "Finds bugs, broken logic and risky changes in a diff.".into(),
+                summary: "Look for defects:\n\n- logic errors;\n- `unwrap()` on input <b>the code</b> should expect.".into(),
+            },
+            SkillInfo {
+                name: "security-review".into(),
+                description: "Finds exploitable security weaknesses introduced by a diff.".into(),
+                summary: "Report only weaknesses an attacker could plausibly exploit.".into(),
+            },
+        ],
+        vcs: Some(Vcs {
+            repository_uri: Some("https://github.com/acme/shop".into()),
+            revision: Some("0123456789abcdef0123456789abcdef01234567".into()),
+            branch: Some("feature/users".into()),
+            web_url: Some("https://github.com/acme/shop".into()),
+        }),
     }
+}
+
+/// A schema from the repository's `schemas/` folder.
+pub fn repo_schema(name: &str) -> jsonschema::Validator {
+    schema(
+        &Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("schemas")
+            .join(name),
+    )
 }
 
 fn schema(path: &Path) -> jsonschema::Validator {

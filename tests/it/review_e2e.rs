@@ -7,19 +7,19 @@ use crate::support::*;
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
 
-const KEY_VAR: &str = "WARDEN_E2E_KEY";
-const CANARY: &str = "sk-canary-e2e-5f1c2a";
+pub(crate) const KEY_VAR: &str = "WARDEN_E2E_KEY";
+pub(crate) const CANARY: &str = "sk-canary-e2e-5f1c2a";
 
 /// A repository with one uncommitted change per file, and a config pointing at the fake.
-struct Session {
-    repo: Repo,
-    fake: FakeProvider,
+pub(crate) struct Session {
+    pub(crate) repo: Repo,
+    pub(crate) fake: FakeProvider,
     /// The config lives outside the repository so it is not part of the diff.
-    cfg: tempfile::TempDir,
+    pub(crate) cfg: tempfile::TempDir,
 }
 
 impl Session {
-    fn new(files: usize) -> Session {
+    pub(crate) fn new(files: usize) -> Session {
         let repo = Repo::new();
         for i in 0..files {
             repo.write(&format!("src/f{i}.rs"), source_lines(10, &format!("f{i}")));
@@ -39,7 +39,7 @@ impl Session {
 
     /// Writes warden.toml with a primary (OpenAI protocol) and a fallback (Anthropic);
     /// `overrides` replace [execution] defaults.
-    fn config(&self, overrides: &[(&str, &str)]) {
+    pub(crate) fn config(&self, overrides: &[(&str, &str)]) {
         let base = self.fake.base_url();
         let mut exec = vec![
             ("reviewBudget", "5s"),
@@ -79,15 +79,15 @@ maxConcurrency = 1
         ));
     }
 
-    fn write_config(&self, text: &str) {
+    pub(crate) fn write_config(&self, text: &str) {
         std::fs::write(self.config_path(), text).unwrap();
     }
 
-    fn config_path(&self) -> std::path::PathBuf {
+    pub(crate) fn config_path(&self) -> std::path::PathBuf {
         self.cfg.path().join("warden.toml")
     }
 
-    fn review(&self, args: &[&str]) -> (i32, String, String) {
+    pub(crate) fn review(&self, args: &[&str]) -> (i32, String, String) {
         let cfg = self.config_path();
         let mut full = vec!["review", "-c", cfg.to_str().unwrap()];
         full.extend_from_slice(args);
@@ -107,7 +107,7 @@ maxConcurrency = 1
         (out.status.code().unwrap_or(-1), stdout, stderr)
     }
 
-    fn review_json(&self, args: &[&str]) -> (i32, Value) {
+    pub(crate) fn review_json(&self, args: &[&str]) -> (i32, Value) {
         let mut full = vec!["--json", "--skill", "code-review"];
         full.extend_from_slice(args);
         let (code, out, err) = self.review(&full);

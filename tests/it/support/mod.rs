@@ -129,6 +129,11 @@ pub fn warden() -> Command {
     cmd.env_remove("NO_COLOR")
         .env_remove("GITHUB_STEP_SUMMARY")
         .env_remove("CI")
+        .env_remove("GITHUB_SERVER_URL")
+        .env_remove("GITHUB_REPOSITORY")
+        .env_remove("GITHUB_SHA")
+        .env_remove("GITHUB_HEAD_REF")
+        .env_remove("GITHUB_REF_NAME")
         .env("GIT_CONFIG_NOSYSTEM", "1");
     cmd
 }

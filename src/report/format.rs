@@ -1,0 +1,118 @@
+//! The report formats, and `-o/--output [FORMAT=]PATH` destinations: one review can write
+//! several formats (SARIF for code scanning, rdjsonl for reviewdog, a PR comment) without
+//! running twice.
+
+use super::{Report, escape, github, gitlab, markdown, rdjson, sarif, text};
+use std::path::PathBuf;
+use std::str::FromStr;
+
+/// A report format (`--format`, and the FORMAT of `--output FORMAT=PATH`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, clap::ValueEnum)]
+pub enum Format {
+    /// For people, in a terminal or a CI log.
+    Text,
+    /// The report as JSON (schemaVersion 1, schemas/report-v1.schema.json).
+    Json,
+    /// SARIF 2.1.0, as GitHub code scanning ingests it.
+    Sarif,
+    /// GitHub Actions annotations (and the step summary when $GITHUB_STEP_SUMMARY is set).
+    Github,
+    /// reviewdog Diagnostic Format, one diagnostic per line (`reviewdog -f=rdjsonl`).
+    Rdjsonl,
+    /// reviewdog DiagnosticResult, one JSON document (`reviewdog -f=rdjson`).
+    Rdjson,
+    /// GitLab Code Quality report (the merge request widget).
+    Gitlab,
+    /// A pull-request comment body (at most 65,536 characters, with a sticky marker).
+    Markdown,
+}
+
+impl Format {
+    pub const NAMES: &'static str = "text, json, sarif, github, rdjsonl, rdjson, gitlab, markdown";
+
+    /// Renders `r` in this format. JSON documents may be printed to a CI log, so command
+    /// markers inside their strings are escaped (the documents mean the same).
+    pub fn render(self, r: &Report) -> String {
+        match self {
+            Format::Text => text::render(r),
+            Format::Json => {
+                let mut s = serde_json::to_string_pretty(r).expect("report serializes");
+                s.push('\n');
+                escape::json_doc(&s)
+            }
+            Format::Sarif => escape::json_doc(&sarif::render(r)),
+            Format::Github => github::render(r),
+            Format::Rdjsonl => escape::json_doc(&rdjson::render_lines(r)),
+            Format::Rdjson => escape::json_doc(&rdjson::render_result(r)),
+            Format::Gitlab => escape::json_doc(&gitlab::render(r)),
+            Format::Markdown => markdown::render(r),
+        }
+    }
+
+    /// The format's name on the command line.
+    pub fn name(self) -> String {
+        clap::ValueEnum::to_possible_value(&self)
+            .map(|v| v.get_name().to_string())
+            .unwrap_or_default()
+    }
+
+    fn named(s: &str) -> Option<Format> {
+        clap::ValueEnum::from_str(s, true).ok()
+    }
+}
+
+/// One `-o/--output` value: `FORMAT=PATH`, or a bare `PATH` for the `--format` report.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OutputSpec {
+    /// None: the `--format` format.
+    pub format: Option<Format>,
+    pub path: PathBuf,
+}
+
+impl FromStr for OutputSpec {
+    type Err = String;
+
+    /// `sarif=out.sarif` names a format; `out.json` or `./a=b` is a path (only a known
+    /// format name before `=` makes it a pair).
+    fn from_str(s: &str) -> Result<Self, String> {
+        if let Some((name, path)) = s.split_once('=')
+            && let Some(format) = Format::named(name)
+        {
+            if path.is_empty() {
+                return Err(format!("`{s}`: no path after `{name}=`"));
+            }
+            return Ok(OutputSpec {
+                format: Some(format),
+                path: PathBuf::from(path),
+            });
+        }
+        if s.is_empty() {
+            return Err(format!(
+                "expected PATH or FORMAT=PATH with FORMAT one of {}",
+                Format::NAMES
+            ));
+        }
+        Ok(OutputSpec {
+            format: None,
+            path: PathBuf::from(s),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn output_specs_name_a_format_only_when_it_is_one() {
+        let s: OutputSpec = "sarif=out/w.sarif".parse().unwrap();
+        assert_eq!(s.format, Some(Format::Sarif));
+        assert_eq!(s.path, PathBuf::from("out/w.sarif"));
+        let s: OutputSpec = "RDJSONL=a".parse().unwrap();
+        assert_eq!(s.format, Some(Format::Rdjsonl));
+        let s: OutputSpec = "./x=y.json".parse().unwrap();
+        assert_eq!((s.format, s.path), (None, PathBuf::from("./x=y.json")));
+        assert!("json=".parse::<OutputSpec>().is_err());
+        assert!("".parse::<OutputSpec>().is_err());
+    }
+}

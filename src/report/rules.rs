@@ -1,0 +1,75 @@
+//! What each rule (skill) checks, carried in the report so that SARIF rules can give code
+//! scanning the `fullDescription` and `help` it requires, without renderers reaching back
+//! into the skill catalog.
+
+use crate::skills::ActiveSkill;
+use serde::Serialize;
+
+/// The longest instructions summary kept per skill (characters).
+const SUMMARY_CHARS: usize = 1500;
+
+/// One skill as a rule: its name, one-line description and a summary of its instructions.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct SkillInfo {
+    pub name: String,
+    pub description: String,
+    /// The first paragraphs of the skill's instructions (Markdown), up to 1,500 characters.
+    pub summary: String,
+}
+
+impl SkillInfo {
+    pub(crate) fn from_active(active: &[ActiveSkill]) -> Vec<SkillInfo> {
+        active
+            .iter()
+            .map(|a| SkillInfo {
+                name: a.skill.name.clone(),
+                description: a.skill.description.clone(),
+                summary: summary(&a.skill.prompt),
+            })
+            .collect()
+    }
+}
+
+/// Whole paragraphs from the start of `body` while they fit in [`SUMMARY_CHARS`]; the
+/// first paragraph is cut at a word boundary if it alone is longer.
+pub(crate) fn summary(body: &str) -> String {
+    let mut out = String::new();
+    for para in body.split("\n\n").map(str::trim).filter(|p| !p.is_empty()) {
+        let len = out.chars().count() + para.chars().count() + 2;
+        if len > SUMMARY_CHARS {
+            if out.is_empty() {
+                let cut: String = para.chars().take(SUMMARY_CHARS - 1).collect();
+                let cut = cut.rsplit_once(' ').map_or(cut.as_str(), |(a, _)| a);
+                out = format!("{cut}…");
+            }
+            break;
+        }
+        if !out.is_empty() {
+            out.push_str("\n\n");
+        }
+        out.push_str(para);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn summary_keeps_whole_paragraphs_that_fit() {
+        let body = format!(
+            "First para.\nstill first.\n\nSecond.\n\n{}",
+            "x ".repeat(900)
+        );
+        assert_eq!(summary(&body), "First para.\nstill first.\n\nSecond.");
+        let long = "word ".repeat(400);
+        let s = summary(&long);
+        assert!(
+            s.chars().count() <= SUMMARY_CHARS && s.ends_with("word…"),
+            "{s}"
+        );
+        assert_eq!(summary("  \n\n"), "");
+    }
+}

@@ -1,0 +1,532 @@
+//! `--trace FILE --trace-format chrome`: the run as a Chrome Trace Event file
+//! (`{"traceEvents": [...]}`), which Perfetto and chrome://tracing open. One track per
+//! route slot (a route with maxConcurrency 4 has four), each attempt a slice named by its
+//! unit and outcome; retries, failovers, breaker transitions and budget expiry as instant
+//! events; the review span with its budget beside it, and each unit's hunk budget on the
+//! unit's own track. An event consumer: it records the engine's events as they arrive and
+//! lays them out when the review is over.
+
+use crate::engine::{Event, Pass, UnitStatus};
+use serde_json::{Value, json};
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+const REVIEW_PID: u64 = 1;
+const UNITS_PID: u64 = 2;
+/// Route `i` (in failover order) is process `ROUTE_PID + i`.
+const ROUTE_PID: u64 = 10;
+
+/// Records engine events with their arrival time; [`Recorder::render`] makes the trace.
+pub(crate) struct Recorder {
+    start: Instant,
+    log: Mutex<Vec<(Duration, Event)>>,
+}
+
+impl Recorder {
+    pub(crate) fn new() -> Recorder {
+        Recorder {
+            start: Instant::now(),
+            log: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Keeps one event (ticks carry nothing the timeline needs).
+    pub(crate) fn on_event(&self, e: &Event) {
+        if matches!(e, Event::Tick { .. }) {
+            return;
+        }
+        if let Ok(mut l) = self.log.lock() {
+            l.push((self.start.elapsed(), e.clone()));
+        }
+    }
+
+    /// The trace document; a review that has not finished ends now.
+    pub(crate) fn render(&self) -> Value {
+        let now = self.start.elapsed();
+        let log = self.log.lock().map(|l| l.clone()).unwrap_or_default();
+        render(&log, now)
+    }
+}
+
+fn us(d: Duration) -> u64 {
+    d.as_micros() as u64
+}
+
+fn ms(d: Duration) -> u64 {
+    d.as_millis() as u64
+}
+
+fn meta(pid: u64, tid: Option<u64>, what: &str, name: &str) -> Value {
+    let mut m = json!({"ph": "M", "pid": pid, "name": what, "args": {"name": name}});
+    if let Some(t) = tid {
+        m["tid"] = json!(t);
+    }
+    m
+}
+
+fn instant(name: String, ts: Duration, pid: u64, tid: u64, scope: &str, args: Value) -> Value {
+    json!({"name": name, "cat": "event", "ph": "i", "s": scope, "ts": us(ts), "pid": pid, "tid": tid, "args": args})
+}
+
+fn slice(
+    name: String,
+    cat: &str,
+    start: Duration,
+    end: Duration,
+    pid: u64,
+    tid: u64,
+    args: Value,
+) -> Value {
+    json!({"name": name, "cat": cat, "ph": "X", "ts": us(start), "dur": us(end.saturating_sub(start)), "pid": pid, "tid": tid, "args": args})
+}
+
+/// Route slots: an attempt takes the lowest slot of its route free when it starts.
+#[derive(Default)]
+struct Slots {
+    busy: HashMap<String, Vec<bool>>,
+}
+
+impl Slots {
+    fn take(&mut self, route: &str) -> usize {
+        let busy = self.busy.entry(route.to_string()).or_default();
+        let slot = busy.iter().position(|b| !b).unwrap_or(busy.len());
+        if slot == busy.len() {
+            busy.push(false);
+        }
+        busy[slot] = true;
+        slot
+    }
+
+    fn free(&mut self, route: &str, slot: usize) {
+        if let Some(b) = self.busy.get_mut(route).and_then(|b| b.get_mut(slot)) {
+            *b = false;
+        }
+    }
+
+    fn used(&self, route: &str) -> usize {
+        self.busy.get(route).map_or(0, Vec::len)
+    }
+}
+
+/// What the layout keeps while it walks the events.
+#[derive(Default)]
+struct Layout {
+    out: Vec<Value>,
+    /// Routes in failover order, with their concurrency caps.
+    routes: Vec<(String, usize)>,
+    labels: HashMap<usize, String>,
+    slots: Slots,
+    /// Attempts in flight: (unit, attempt) → (route, slot, start, args).
+    open: HashMap<(usize, u32), (String, usize, Duration, Value)>,
+    /// When each unit's first attempt started (its hunk budget starts then).
+    unit_start: BTreeMap<usize, Duration>,
+    hunk_budget: Duration,
+    review: Option<(Duration, Value)>,
+    review_end: Option<(Duration, Value)>,
+}
+
+impl Layout {
+    fn route_pid(&mut self, route: &str) -> u64 {
+        let i = match self.routes.iter().position(|(r, _)| r == route) {
+            Some(i) => i,
+            None => {
+                self.routes.push((route.to_string(), 0));
+                self.routes.len() - 1
+            }
+        };
+        ROUTE_PID + i as u64
+    }
+
+    fn label(&self, unit: usize) -> String {
+        self.labels
+            .get(&unit)
+            .cloned()
+            .unwrap_or_else(|| format!("unit {unit}"))
+    }
+
+    fn unit_instant(&mut self, name: String, ts: Duration, unit: usize, args: Value) {
+        self.out
+            .push(instant(name, ts, UNITS_PID, unit as u64 + 1, "t", args));
+    }
+
+    fn event(&mut self, ts: Duration, e: &Event, end: Duration) {
+        match e {
+            Event::ReviewStarted(info) => {
+                self.hunk_budget = info.hunk_budget;
+                let args = json!({"target": info.target, "units": info.units,
+                    "reviewBudgetMs": ms(info.review_budget), "hunkBudgetMs": ms(info.hunk_budget),
+                    "requestTimeoutMs": ms(info.request_timeout)});
+                self.review = Some((ts, args));
+                self.out.push(slice(
+                    format!("review budget {}ms", ms(info.review_budget)),
+                    "budget",
+                    ts,
+                    ts + info.review_budget,
+                    REVIEW_PID,
+                    2,
+                    json!({"budgetMs": ms(info.review_budget)}),
+                ));
+            }
+            Event::PassStarted {
+                pass,
+                budget,
+                routes,
+                units,
+            } => {
+                for r in routes {
+                    let pid = self.route_pid(&r.name);
+                    let i = (pid - ROUTE_PID) as usize;
+                    self.routes[i].1 = self.routes[i].1.max(r.max_concurrency);
+                }
+                if *pass == Pass::Verification {
+                    self.out.push(slice(
+                        format!("verification budget {}ms", ms(*budget)),
+                        "budget",
+                        ts,
+                        ts + *budget,
+                        REVIEW_PID,
+                        3,
+                        json!({"budgetMs": ms(*budget), "units": units}),
+                    ));
+                }
+            }
+            Event::UnitQueued { unit, info } => {
+                let l = &info.labels;
+                self.labels.insert(
+                    *unit,
+                    format!("{} {}:{}-{}", l.skill, l.path, info.lines.0, info.lines.1),
+                );
+            }
+            Event::RouteSkipped {
+                unit,
+                route,
+                breaker,
+            } => self.unit_instant(
+                format!("{route} skipped (breaker {})", breaker.as_str()),
+                ts,
+                *unit,
+                json!({"route": route, "breaker": breaker.as_str()}),
+            ),
+            Event::AttemptStarted {
+                unit,
+                attempt,
+                route,
+                provider,
+                model,
+                reason,
+                deadline,
+                hunk_remaining,
+                review_remaining,
+                breaker,
+                probe,
+            } => {
+                self.unit_start.entry(*unit).or_insert(ts);
+                let (kind, detail) = reason.describe();
+                let args = json!({
+                    "unit": unit, "attempt": attempt, "route": route, "provider": provider,
+                    "model": model, "reason": kind, "reasonDetail": detail,
+                    "deadlineMs": ms(*deadline), "hunkRemainingMs": ms(*hunk_remaining),
+                    "reviewRemainingMs": ms(*review_remaining),
+                    "breaker": breaker.as_str(), "probe": probe,
+                });
+                self.route_pid(route);
+                let slot = self.slots.take(route);
+                self.open
+                    .insert((*unit, *attempt), (route.clone(), slot, ts, args));
+            }
+            Event::AttemptFinished {
+                unit,
+                attempt,
+                record,
+            } => {
+                let Some((route, slot, started, mut args)) = self.open.remove(&(*unit, *attempt))
+                else {
+                    return;
+                };
+                self.slots.free(&route, slot);
+                args["outcome"] = json!(record.outcome.as_str());
+                args["stage"] = json!(record.stage.map(|s| s.as_str()));
+                args["httpStatus"] = json!(record.http_status);
+                args["ttftMs"] = json!(record.ttft.map(ms));
+                args["outcomeReason"] = json!(record.reason);
+                let name = format!("{} · {}", self.label(*unit), record.outcome.as_str());
+                let pid = self.route_pid(&route);
+                self.out.push(slice(
+                    name,
+                    "attempt",
+                    started,
+                    ts,
+                    pid,
+                    slot as u64 + 1,
+                    args,
+                ));
+            }
+            Event::Retry {
+                unit,
+                route,
+                reason,
+                wait,
+            } => self.unit_instant(
+                format!("retry on {route} (wait {}ms)", ms(*wait)),
+                ts,
+                *unit,
+                json!({"route": route, "reason": reason, "waitMs": ms(*wait)}),
+            ),
+            Event::Failover {
+                unit,
+                from,
+                to,
+                reason,
+            } => self.unit_instant(
+                format!("failover {from} → {to}"),
+                ts,
+                *unit,
+                json!({"from": from, "to": to, "reason": reason}),
+            ),
+            Event::Breaker {
+                route,
+                from,
+                to,
+                reason,
+            } => {
+                let pid = self.route_pid(route);
+                self.out.push(instant(
+                    format!("breaker {} → {}", from.as_str(), to.as_str()),
+                    ts,
+                    pid,
+                    1,
+                    "p",
+                    json!({"route": route, "reason": reason}),
+                ));
+            }
+            Event::BudgetExpired { in_flight } => self.out.push(instant(
+                format!("review budget expired ({in_flight} attempts cancelled)"),
+                ts,
+                REVIEW_PID,
+                1,
+                "g",
+                json!({"inFlight": in_flight}),
+            )),
+            Event::UnitFinished { unit, result } => self.unit_finished(ts, *unit, result, end),
+            Event::ReviewFinished { outcome, reviewed } => {
+                self.review_end = Some((
+                    ts,
+                    json!({"outcome": outcome.as_str(), "reviewed": reviewed}),
+                ));
+            }
+            Event::Tick { .. } => {}
+        }
+    }
+
+    /// The unit's life and its hunk budget, from the same start: whichever is longer
+    /// holds the other, so the slices nest.
+    fn unit_finished(
+        &mut self,
+        ts: Duration,
+        unit: usize,
+        r: &crate::engine::UnitResult,
+        end: Duration,
+    ) {
+        let tid = unit as u64 + 1;
+        let label = self.label(unit);
+        let args =
+            json!({"status": r.status.as_str(), "reason": r.reason, "findings": r.findings.len()});
+        match self.unit_start.get(&unit).copied() {
+            Some(start) => {
+                self.out.push(slice(
+                    format!("{label} → {}", r.status.as_str()),
+                    "unit",
+                    start,
+                    ts,
+                    UNITS_PID,
+                    tid,
+                    args,
+                ));
+                let hunk_end = (start + self.hunk_budget).min(end.max(start));
+                self.out.push(slice(
+                    format!("hunk budget {}ms", ms(self.hunk_budget)),
+                    "budget",
+                    start,
+                    hunk_end,
+                    UNITS_PID,
+                    tid,
+                    json!({"hunkBudgetMs": ms(self.hunk_budget)}),
+                ));
+            }
+            None if r.status == UnitStatus::Skipped => {
+                self.unit_instant(format!("{label} not started"), ts, unit, args);
+            }
+            None => {}
+        }
+        self.out.push(meta(
+            UNITS_PID,
+            Some(tid),
+            "thread_name",
+            &format!("unit {unit}: {label}"),
+        ));
+    }
+}
+
+/// The whole trace from the recorded events; a review that did not finish ends at `end`.
+pub(crate) fn render(log: &[(Duration, Event)], end: Duration) -> Value {
+    let mut layout = Layout::default();
+    for (ts, e) in log {
+        layout.event(*ts, e, end);
+    }
+    let (start, mut args) = layout
+        .review
+        .take()
+        .unwrap_or_else(|| (log.first().map_or(Duration::ZERO, |(t, _)| *t), json!({})));
+    let stop = match layout.review_end.take() {
+        Some((t, finished)) => {
+            if let (Some(a), Some(f)) = (args.as_object_mut(), finished.as_object()) {
+                a.extend(f.clone());
+            }
+            t
+        }
+        None => end,
+    };
+    let mut out = std::mem::take(&mut layout.out);
+    out.push(slice(
+        "review".into(),
+        "review",
+        start,
+        stop,
+        REVIEW_PID,
+        1,
+        args,
+    ));
+    out.push(meta(REVIEW_PID, None, "process_name", "warden review"));
+    out.push(meta(REVIEW_PID, Some(1), "thread_name", "review"));
+    out.push(meta(REVIEW_PID, Some(2), "thread_name", "review budget"));
+    out.push(meta(
+        REVIEW_PID,
+        Some(3),
+        "thread_name",
+        "verification budget",
+    ));
+    out.push(meta(
+        UNITS_PID,
+        None,
+        "process_name",
+        "units (hunk budgets)",
+    ));
+    for (i, (route, cap)) in layout.routes.iter().enumerate() {
+        let pid = ROUTE_PID + i as u64;
+        out.push(meta(pid, None, "process_name", &format!("route {route}")));
+        out.push(json!({"ph": "M", "pid": pid, "name": "process_sort_index", "args": {"sort_index": pid}}));
+        for s in 0..layout.slots.used(route).max(*cap) {
+            out.push(meta(
+                pid,
+                Some(s as u64 + 1),
+                "thread_name",
+                &format!("{route} slot {}", s + 1),
+            ));
+        }
+    }
+    json!({"traceEvents": out, "displayTimeUnit": "ms"})
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::{AttemptReason, BreakerState};
+    use crate::provider::{AttemptRecord, Outcome};
+
+    fn started(unit: usize, attempt: u32, route: &str) -> Event {
+        Event::AttemptStarted {
+            unit,
+            attempt,
+            route: route.into(),
+            provider: "openai",
+            model: "m".into(),
+            reason: AttemptReason::First,
+            deadline: Duration::from_secs(2),
+            hunk_remaining: Duration::from_secs(3),
+            review_remaining: Duration::from_secs(10),
+            breaker: BreakerState::Closed,
+            probe: false,
+        }
+    }
+
+    fn finished(unit: usize, attempt: u32, route: &str, outcome: Outcome) -> Event {
+        let mut record = AttemptRecord::new(route, "openai", "m", Duration::from_secs(2));
+        record.outcome = outcome;
+        Event::AttemptFinished {
+            unit,
+            attempt,
+            record,
+        }
+    }
+
+    #[test]
+    fn concurrent_attempts_take_separate_slots_and_instants_mark_policy_events() {
+        let s = Duration::from_millis;
+        let log = vec![
+            (s(0), Event::Tick { elapsed: s(0) }),
+            (s(1), started(0, 1, "a")),
+            (s(2), started(1, 1, "a")),
+            (s(5), finished(0, 1, "a", Outcome::Unavailable)),
+            (
+                s(5),
+                Event::Breaker {
+                    route: "a".into(),
+                    from: BreakerState::Closed,
+                    to: BreakerState::Open,
+                    reason: "3 failures".into(),
+                },
+            ),
+            (
+                s(6),
+                Event::Retry {
+                    unit: 0,
+                    route: "a".into(),
+                    reason: "503".into(),
+                    wait: s(100),
+                },
+            ),
+            (s(7), started(0, 2, "a")),
+            (s(8), Event::BudgetExpired { in_flight: 2 }),
+            (s(9), finished(1, 1, "a", Outcome::Cancelled)),
+            (s(9), finished(0, 2, "a", Outcome::Cancelled)),
+        ];
+        let trace = render(&log, s(10));
+        let ev = trace["traceEvents"].as_array().unwrap();
+        let slots: Vec<(u64, u64)> = ev
+            .iter()
+            .filter(|e| e["cat"] == "attempt")
+            .map(|e| {
+                (
+                    e["args"]["unit"].as_u64().unwrap(),
+                    e["tid"].as_u64().unwrap(),
+                )
+            })
+            .collect();
+        // Unit 1 overlaps unit 0's first attempt: slot 2; unit 0's second attempt reuses slot 1.
+        assert_eq!(slots, [(0, 1), (1, 2), (0, 1)]);
+        let names: Vec<&str> = ev
+            .iter()
+            .filter(|e| e["ph"] == "i")
+            .map(|e| e["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "breaker closed → open",
+                "retry on a (wait 100ms)",
+                "review budget expired (2 attempts cancelled)"
+            ]
+        );
+        let review = ev.iter().find(|e| e["cat"] == "review").unwrap();
+        assert_eq!(
+            (review["ts"].as_u64(), review["dur"].as_u64()),
+            (Some(0), Some(10_000))
+        );
+        let slot_tracks = ev
+            .iter()
+            .filter(|e| e["name"] == "thread_name" && e["pid"] == ROUTE_PID)
+            .count();
+        assert_eq!(slot_tracks, 2);
+    }
+}
