@@ -115,10 +115,11 @@ pub fn chunk_file(
     let max = cfg.max_chunk_size;
     let mut pieces: Vec<Piece> = Vec::new();
     for hunk in &file.hunks {
-        if mode == ChunkMode::WholeFile || size(&hunk.lines) <= max {
-            pieces.push(Piece::new(hunk.lines.clone(), false, hunk.new_start));
+        let lines: Vec<Line> = hunk.lines.iter().map(|l| clip_line(l, max)).collect();
+        if mode == ChunkMode::WholeFile || size(&lines) <= max {
+            pieces.push(Piece::new(lines, false, hunk.new_start));
         } else {
-            for part in split_lines(&hunk.lines, max) {
+            for part in split_lines(&lines, max) {
                 pieces.push(Piece::new(part, true, hunk.new_start));
             }
         }
@@ -133,7 +134,7 @@ pub fn chunk_file(
             Some(_) if !cfg.coalesce => false,
             Some(group) => {
                 let last = group.last().expect("groups are never empty");
-                let gap = piece.start.saturating_sub(last.end + 1);
+                let gap = piece.start.saturating_sub(last.end.saturating_add(1));
                 let group_size: usize = group.iter().map(|p| size(&p.lines)).sum();
                 gap <= cfg.max_gap_lines
                     && group_size + gap as usize * (LINE_OVERHEAD + 40) + size(&piece.lines) <= max
@@ -148,7 +149,7 @@ pub fn chunk_file(
 
     groups
         .into_iter()
-        .map(|group| build_chunk(group, content, mode, cfg.context_lines))
+        .map(|group| build_chunk(group, content, mode, cfg.context_lines, max))
         .collect()
 }
 
@@ -157,6 +158,7 @@ fn build_chunk(
     content: Option<&[String]>,
     mode: ChunkMode,
     context: u32,
+    max: usize,
 ) -> Chunk {
     let hunks = group.len();
     let split = group.iter().any(|p| p.split);
@@ -166,7 +168,7 @@ fn build_chunk(
     let mut prev_end: Option<u32> = None;
     for piece in group {
         if let Some(prev) = prev_end
-            && piece.start > prev + 1
+            && piece.start > prev.saturating_add(1)
         {
             let (from, to) = (prev + 1, piece.start - 1);
             match content {
@@ -176,7 +178,7 @@ fn build_chunk(
                             kind: ChunkLineKind::Context,
                             old_no: None,
                             new_no: Some(n),
-                            text: c.get(n as usize - 1).cloned().unwrap_or_default(),
+                            text: content_line(c, n, max).unwrap_or_default(),
                         });
                     }
                 }
@@ -223,15 +225,12 @@ fn build_chunk(
         } else {
             (
                 first_new.saturating_sub(context).max(1),
-                (last_new + context).min(total),
+                last_new.saturating_add(context).min(total),
             )
         };
-        for n in lo..first_new {
-            before.push((n, c[n as usize - 1].clone()));
-        }
-        for n in (last_new + 1)..=hi {
-            after.push((n, c[n as usize - 1].clone()));
-        }
+        let line = |n: u32| content_line(c, n, max).map(|t| (n, t));
+        before.extend((lo..first_new).filter_map(line));
+        after.extend((last_new.saturating_add(1)..=hi).filter_map(line));
     }
     Chunk {
         start_line,
@@ -243,6 +242,39 @@ fn build_chunk(
         lines,
         context_before: before,
         context_after: after,
+    }
+}
+
+/// Line `n` (1-based) of the new side, cut to fit a chunk; None past its end.
+fn content_line(content: &[String], n: u32, max: usize) -> Option<String> {
+    let text = content.get((n as usize).checked_sub(1)?)?;
+    Some(clip(text, max).into_owned())
+}
+
+/// Room kept for the cut marker: "… [18446744073709551615 more characters cut]".
+const MARKER_ROOM: usize = 48;
+
+/// A line that would not fit a chunk of `max` characters on its own is cut, with a marker
+/// saying how much was left out, so no line is ever sent whole past `maxChunkSize`
+/// (a minified bundle or a data blob in a diff).
+fn clip(text: &str, max: usize) -> std::borrow::Cow<'_, str> {
+    if text.len() + LINE_OVERHEAD <= max {
+        return text.into();
+    }
+    let mut keep = max.saturating_sub(LINE_OVERHEAD + MARKER_ROOM);
+    while !text.is_char_boundary(keep) {
+        keep -= 1;
+    }
+    let left = text[keep..].chars().count();
+    format!("{}… [{left} more characters cut]", &text[..keep]).into()
+}
+
+fn clip_line(line: &Line, max: usize) -> Line {
+    Line {
+        kind: line.kind,
+        old_no: line.old_no,
+        new_no: line.new_no,
+        text: clip(&line.text, max).into_owned(),
     }
 }
 

@@ -7,7 +7,7 @@ pub(crate) mod generated;
 pub mod path_rules;
 pub(crate) mod priority;
 
-use crate::config::{ChunkMode, Settings};
+use crate::config::{ChunkMode, ScanLimits, Settings};
 use crate::diff::content::ContentSource;
 use crate::diff::{ChangeStatus, FileChange, LineKind, RepoPath};
 use crate::skills::ActiveSkill;
@@ -84,33 +84,8 @@ fn decide<'d>(
     skills: &[ActiveSkill],
 ) -> Decision<'d> {
     let skip = |reason: &str, detail: String| Err((reason.to_string(), detail));
-    if file.submodule {
-        return skip("submodule", "submodule pointer changed".into());
-    }
-    if file.status == ChangeStatus::Deleted {
-        return skip(
-            "deleted",
-            format!("file deleted ({} lines removed)", file.removed()),
-        );
-    }
-    if file.binary {
-        return skip("binary", "binary content".into());
-    }
-    if file.hunks.is_empty() {
-        let detail = match (&file.old_path, file.mode_changed()) {
-            (Some(old), _) => format!(
-                "{} from {old} without content changes",
-                status_word(file.status)
-            ),
-            (None, true) => format!(
-                "mode change {:o} -> {:o} only",
-                file.old_mode.unwrap_or(0),
-                file.new_mode.unwrap_or(0)
-            ),
-            (None, false) if file.status == ChangeStatus::Added => "empty new file".to_string(),
-            (None, false) => "no textual change".to_string(),
-        };
-        return skip("no-content-change", detail);
+    if let Some((reason, detail)) = nothing_to_review(file) {
+        return skip(reason, detail);
     }
     let path = file.path.to_path();
     match settings.ignore.verdict(&path) {
@@ -159,35 +134,10 @@ fn decide<'d>(
     }
 
     let bytes = content.new_side(file);
+    if let Some((reason, detail)) = too_large(file, bytes.as_deref(), &settings.scan) {
+        return skip(reason, detail);
+    }
     let lines: Option<Vec<String>> = bytes.as_ref().map(|b| split_content(b));
-    let limits = &settings.scan;
-    if let Some(b) = &bytes
-        && b.len() as u64 > limits.max_file_bytes
-    {
-        return skip(
-            "too-large:bytes",
-            format!("{} bytes > maxFileBytes {}", b.len(), limits.max_file_bytes),
-        );
-    }
-    let line_count = match &lines {
-        Some(l) => l.len(),
-        None => file
-            .hunks
-            .iter()
-            .flat_map(|h| &h.lines)
-            .filter_map(|l| l.new_no)
-            .max()
-            .unwrap_or(0) as usize,
-    };
-    if line_count > limits.max_file_lines {
-        return skip(
-            "too-large:lines",
-            format!(
-                "{line_count} lines > maxFileLines {}",
-                limits.max_file_lines
-            ),
-        );
-    }
     let marker = match &lines {
         Some(l) => generated::marker(l.iter().map(String::as_str)),
         None => generated::marker(
@@ -218,6 +168,92 @@ fn decide<'d>(
     })
 }
 
+/// Files with nothing a model can review: submodule pointers, deletions, symlinks (the
+/// link text is a path, not code), binary content, and changes without changed lines.
+fn nothing_to_review(file: &FileChange) -> Option<(&'static str, String)> {
+    if file.submodule {
+        return Some(("submodule", "submodule pointer changed".into()));
+    }
+    if file.status == ChangeStatus::Deleted {
+        let detail = format!("file deleted ({} lines removed)", file.removed());
+        return Some(("deleted", detail));
+    }
+    if file.new_mode == Some(SYMLINK_MODE) {
+        let detail = "symbolic link: its content is a path, not code".to_string();
+        return Some(("symlink", detail));
+    }
+    if file.binary {
+        return Some(("binary", "binary content".into()));
+    }
+    if file.changed() > 0 {
+        return None;
+    }
+    let detail = match (&file.old_path, file.mode_changed()) {
+        (Some(old), _) => format!(
+            "{} from {old} without content changes",
+            status_word(file.status)
+        ),
+        (None, true) => format!(
+            "mode change {:o} -> {:o} only",
+            file.old_mode.unwrap_or(0),
+            file.new_mode.unwrap_or(0)
+        ),
+        _ if !file.hunks.is_empty() => "hunks without added or removed lines".to_string(),
+        (None, false) if file.status == ChangeStatus::Added => "empty new file".to_string(),
+        (None, false) => "no textual change".to_string(),
+    };
+    Some(("no-content-change", detail))
+}
+
+const SYMLINK_MODE: u32 = 0o120000;
+
+/// `maxFileBytes` and `maxFileLines`, on the new side when it can be read, else (patch
+/// input) on what the diff shows of it: its new lines' bytes and its last line number.
+fn too_large(
+    file: &FileChange,
+    bytes: Option<&[u8]>,
+    limits: &ScanLimits,
+) -> Option<(&'static str, String)> {
+    let new_lines = || {
+        file.hunks
+            .iter()
+            .flat_map(|h| &h.lines)
+            .filter(|l| l.new_no.is_some())
+    };
+    let (size, size_note) = match bytes {
+        Some(b) => (b.len() as u64, ""),
+        None => (
+            new_lines().map(|l| l.text.len() as u64 + 1).sum::<u64>(),
+            "at least ",
+        ),
+    };
+    if size > limits.max_file_bytes {
+        let detail = format!(
+            "{size_note}{size} bytes > maxFileBytes {}",
+            limits.max_file_bytes
+        );
+        return Some(("too-large:bytes", detail));
+    }
+    let line_count = match bytes {
+        Some(b) => line_count(b),
+        None => new_lines().filter_map(|l| l.new_no).max().unwrap_or(0) as usize,
+    };
+    if line_count > limits.max_file_lines {
+        let detail = format!(
+            "{size_note}{line_count} lines > maxFileLines {}",
+            limits.max_file_lines
+        );
+        return Some(("too-large:lines", detail));
+    }
+    None
+}
+
+/// Lines as [`split_content`] counts them: a final line without a terminator counts.
+fn line_count(bytes: &[u8]) -> usize {
+    let breaks = bytes.iter().filter(|b| **b == b'\n').count();
+    breaks + usize::from(bytes.last().is_some_and(|b| *b != b'\n'))
+}
+
 fn status_word(s: ChangeStatus) -> &'static str {
     match s {
         ChangeStatus::Copied => "copied",
@@ -231,28 +267,29 @@ fn split_content(bytes: &[u8]) -> Vec<String> {
     text.lines().map(str::to_string).collect()
 }
 
+/// `maxFiles` and `maxChangedLines`, in relevance order: a file that does not fit is
+/// skipped and the rest keep filling, so a smaller, less relevant file still gets in.
 fn apply_caps<'d>(kept: Vec<Kept<'d>>, mut skipped: Vec<Skipped>, settings: &Settings) -> Scan<'d> {
     let limits = &settings.scan;
     let mut out = Vec::new();
     let mut lines = 0usize;
-    let mut full = false;
-    for (rank, k) in kept.into_iter().enumerate() {
+    for k in kept {
         let changed = k.file.changed();
-        let reason = if rank >= limits.max_files {
+        let total = lines.saturating_add(changed);
+        let reason = if out.len() >= limits.max_files {
             Some((
                 "limit:maxFiles",
                 format!(
-                    "ranked {} of the kept files by relevance; maxFiles is {}",
-                    rank + 1,
+                    "{} more relevant files are already planned; maxFiles is {}",
+                    out.len(),
                     limits.max_files
                 ),
             ))
-        } else if full || lines + changed > limits.max_changed_lines {
-            full = true;
+        } else if total > limits.max_changed_lines {
             Some((
                 "limit:maxChangedLines",
                 format!(
-                    "{changed} changed lines would pass maxChangedLines {} ({lines} already planned from more relevant files)",
+                    "{changed} changed lines would make {total}, over maxChangedLines {} ({lines} already planned from more relevant files)",
                     limits.max_changed_lines
                 ),
             ))
@@ -268,7 +305,7 @@ fn apply_caps<'d>(kept: Vec<Kept<'d>>, mut skipped: Vec<Skipped>, settings: &Set
                 removed: k.file.removed(),
             }),
             None => {
-                lines += changed;
+                lines = total;
                 out.push(k);
             }
         }

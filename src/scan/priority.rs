@@ -169,6 +169,75 @@ const AREAS: &[(&str, &[&str], &[&str])] = &[
     ),
 ];
 
+/// What a file is for, by its path: the base of its score.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Source,
+    Config,
+    Docs,
+    Other,
+    /// Tests, benchmarks, fixtures and scripts: they exercise or drive the code, and
+    /// rank below it whatever they contain.
+    Support(&'static str),
+}
+
+const FIXTURE_DIRS: &[&str] = &[
+    "fixtures",
+    "fixture",
+    "testdata",
+    "test-data",
+    "test_data",
+    "examples",
+    "example",
+    "samples",
+    "sample",
+    "snapshots",
+    "__snapshots__",
+    "mocks",
+    "__mocks__",
+];
+const BENCH_DIRS: &[&str] = &["benches", "bench", "benchmarks", "benchmark"];
+const TEST_DIRS: &[&str] = &["test", "tests", "spec", "specs", "__tests__", "e2e"];
+const SCRIPT_DIRS: &[&str] = &["scripts", "script", "hack"];
+const SCRIPT_EXT: &[&str] = &["sh", "bash", "zsh", "fish", "ps1", "bat", "cmd"];
+
+/// The highest score of a test, benchmark, fixture or script: below any source file
+/// (40 base + at least 2 for its size, - 10 if it only deletes).
+const SUPPORT_CAP: i32 = 29;
+
+fn kind(path: &str, name: &str, ext: &str) -> Kind {
+    let in_dir = |dirs: &[&str]| {
+        dirs.iter()
+            .any(|d| path.starts_with(&format!("{d}/")) || path.contains(&format!("/{d}/")))
+    };
+    let named = |parts: &[&str]| parts.iter().any(|p| name.contains(p));
+    if in_dir(FIXTURE_DIRS) {
+        Kind::Support("fixture or example data")
+    } else if in_dir(BENCH_DIRS) || named(&["_bench.", ".bench.", "_benchmark."]) {
+        Kind::Support("benchmark code")
+    } else if in_dir(TEST_DIRS)
+        || named(&["_test.", ".test.", ".spec.", "_spec.", "_tests."])
+        || name.starts_with("test_")
+        || matches!(name, "tests.rs" | "conftest.py")
+    {
+        Kind::Support("test code")
+    } else if in_dir(SCRIPT_DIRS) || SCRIPT_EXT.contains(&ext) {
+        Kind::Support("script")
+    } else if SOURCE_EXT.contains(&ext) {
+        Kind::Source
+    } else if CONFIG_EXT.contains(&ext) || CONFIG_NAMES.contains(&name) {
+        Kind::Config
+    } else if DOC_EXT.contains(&ext) || in_dir(&["docs"]) {
+        Kind::Docs
+    } else {
+        Kind::Other
+    }
+}
+
+/// Characters of each added line searched for security keywords (a minified line can be
+/// megabytes long; its head says enough).
+const KEYWORD_SCAN: usize = 1000;
+
 /// Scores one kept file. `skill_paths_hit` says whether a skill's explicit `paths` match it.
 pub fn score(file: &FileChange, skill_paths_hit: bool) -> Score {
     let mut s = Score {
@@ -178,46 +247,57 @@ pub fn score(file: &FileChange, skill_paths_hit: bool) -> Score {
     let path = file.path.display().to_lowercase();
     let name = file.path.file_name_lower();
     let ext = name.rsplit_once('.').map(|(_, e)| e).unwrap_or("");
-    let in_dir = |d: &str| path.starts_with(&format!("{d}/")) || path.contains(&format!("/{d}/"));
-    let is_test = ["test", "tests", "spec", "__tests__"]
-        .iter()
-        .any(|d| in_dir(d))
-        || name.contains("_test.")
-        || name.contains(".test.")
-        || name.contains(".spec.")
-        || name.starts_with("test_");
-    let is_fixture = [
-        "fixtures",
-        "testdata",
-        "examples",
-        "example",
-        "samples",
-        "snapshots",
-    ]
-    .iter()
-    .any(|d| in_dir(d));
-
-    if is_fixture {
-        s.add(2, "fixture or example data");
-    } else if SOURCE_EXT.contains(&ext) && is_test {
-        s.add(25, "test code");
-    } else if SOURCE_EXT.contains(&ext) {
-        s.add(40, "source code");
-    } else if CONFIG_EXT.contains(&ext) || CONFIG_NAMES.contains(&name.as_str()) {
-        s.add(20, "build or config file");
-    } else if DOC_EXT.contains(&ext) || in_dir("docs") {
-        s.add(5, "documentation");
-    } else {
-        s.add(10, "other file");
+    let kind = kind(&path, &name, ext);
+    match kind {
+        Kind::Source => s.add(40, "source code"),
+        Kind::Config => s.add(20, "build or config file"),
+        Kind::Docs => s.add(5, "documentation"),
+        Kind::Other => s.add(10, "other file"),
+        Kind::Support(what) => s.add(
+            if what == "fixture or example data" {
+                2
+            } else {
+                15
+            },
+            what,
+        ),
     }
+    // Keywords in tests and scripts say what they exercise, not that they are sensitive.
+    if !matches!(kind, Kind::Support(_)) {
+        security_areas(file, &path, &mut s);
+    }
+    let changed = file.changed();
+    let size_points = (((changed + 1) as f64).ln() * 3.0).round().min(15.0) as i32;
+    if size_points > 0 {
+        s.add(size_points, format!("{changed} changed lines"));
+    }
+    if skill_paths_hit {
+        s.add(10, "matches a skill's paths");
+    }
+    if file.added() == 0 && file.removed() > 0 {
+        s.add(-10, "deletions only");
+    }
+    if matches!(kind, Kind::Support(_)) && s.value > SUPPORT_CAP {
+        s.add(SUPPORT_CAP - s.value, "ranks below source code");
+    }
+    s
+}
 
+/// Up to two security-sensitive areas named by the path or the added lines, 15 each.
+fn security_areas(file: &FileChange, path: &str, s: &mut Score) {
     let added: String = file
         .hunks
         .iter()
         .flat_map(|h| &h.lines)
         .filter(|l| l.kind == LineKind::Added)
         .take(2000)
-        .map(|l| l.text.to_ascii_lowercase())
+        .map(|l| {
+            let mut end = l.text.len().min(KEYWORD_SCAN);
+            while !l.text.is_char_boundary(end) {
+                end -= 1;
+            }
+            l.text[..end].to_ascii_lowercase()
+        })
         .collect::<Vec<_>>()
         .join("\n");
     let mut area_points = 0;
@@ -235,19 +315,6 @@ pub fn score(file: &FileChange, skill_paths_hit: bool) -> Score {
         area_points += 15;
         s.add(15, format!("security-sensitive: {area} ({where_})"));
     }
-
-    let changed = file.changed();
-    let size_points = (((changed + 1) as f64).ln() * 3.0).round().min(15.0) as i32;
-    if size_points > 0 {
-        s.add(size_points, format!("{changed} changed lines"));
-    }
-    if skill_paths_hit {
-        s.add(10, "matches a skill's paths");
-    }
-    if file.added() == 0 && file.removed() > 0 {
-        s.add(-10, "deletions only");
-    }
-    s
 }
 
 #[cfg(test)]
@@ -298,5 +365,36 @@ mod tests {
         );
         let fixture = score(&file("tests/fixtures/a.rs", &["x"]), false);
         assert!(fixture.value < docs.value + 5);
+    }
+
+    #[test]
+    fn tests_benches_and_scripts_stay_below_any_source_file_whatever_they_contain() {
+        let hot: Vec<String> = (0..500)
+            .map(|i| format!("authenticate(password); db.query(\"select {i}\"); exec(cmd)"))
+            .collect();
+        let hot: Vec<&str> = hot.iter().map(String::as_str).collect();
+        let mut quiet = file("src/util.rs", &[]);
+        quiet.hunks[0].lines.push(Line {
+            kind: LineKind::Removed,
+            old_no: Some(1),
+            new_no: None,
+            text: "x".into(),
+        });
+        let floor = score(&quiet, false);
+        assert!(floor.reasons.iter().any(|r| r.contains("deletions only")));
+        for p in [
+            "tests/auth_query.rs",
+            "src/auth/session_test.go",
+            "web/login.spec.ts",
+            "benches/query.rs",
+            "src/sql_bench.go",
+            "scripts/auth.py",
+            "deploy/exec.sh",
+            "testdata/query.sql",
+        ] {
+            let sc = score(&file(p, &hot), true);
+            assert!(sc.value < floor.value, "{p}: {sc:?} vs {floor:?}");
+            assert!(!sc.reasons.iter().any(|r| r.contains("security")), "{p}");
+        }
     }
 }

@@ -13,6 +13,7 @@ mod invariant;
 mod outputs;
 mod patch_input;
 mod patch_property;
+mod plan_limits;
 mod provider;
 mod report_formats;
 mod review_e2e;

@@ -236,10 +236,11 @@ fn caps_drop_the_least_relevant_files_first() {
     assert!(reasons.contains("security-sensitive: auth"), "{reasons}");
     assert_accounts(&plan, None);
 
-    // The changed-lines cap drops from the bottom of the ranking too.
+    // The changed-lines cap drops from the bottom of the ranking too, and keeps filling
+    // with what still fits (the two-line warden.toml).
     r.config("version = 1\n[defaults.scan]\nmaxChangedLines = 8\n");
     let plan = r.plan(&[]);
-    assert_eq!(paths(&plan["files"]), ["src/auth/login.rs"]);
+    assert_eq!(paths(&plan["files"]), ["src/auth/login.rs", "warden.toml"]);
     assert_eq!(
         skipped_reason(&plan, "src/core.rs").as_deref(),
         Some("limit:maxChangedLines")
