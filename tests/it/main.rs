@@ -4,6 +4,7 @@ mod support;
 
 mod chrome_trace;
 mod chunking;
+mod ci_config;
 mod ci_formats;
 mod config;
 mod engine_http;
