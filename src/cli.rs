@@ -71,6 +71,11 @@ pub struct Selection {
     /// Run only this skill (repeatable).
     #[arg(long = "skill", value_name = "NAME")]
     pub skills: Vec<String>,
+    /// Read warden.toml and skills from the working tree even in CI or for a commit range,
+    /// where they are otherwise read from the base of the change. The change under review
+    /// then decides its own routes, keys' destinations and review instructions.
+    #[arg(long)]
+    pub trust_head_config: bool,
 }
 
 /// Output settings shared by the commands.
@@ -231,6 +236,8 @@ impl Selection {
             dir: prepare::start_dir(self.dir.as_deref())?,
             config: self.config.clone(),
             skills: self.skills.clone(),
+            ci: crate::trust::ci_from_env(),
+            trust_head_config: self.trust_head_config,
         })
     }
 }

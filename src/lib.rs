@@ -24,6 +24,7 @@ pub mod scan;
 pub mod severity;
 pub mod skills;
 pub mod telemetry;
+pub mod trust;
 pub mod verify;
 
 pub use error::{Error, Result};

@@ -10,6 +10,7 @@ use crate::error::{Error, Result};
 use crate::plan::{self, Plan};
 use crate::report::Vcs;
 use crate::skills::{self, ActiveSkill};
+use crate::trust::{self, SkillUse, TrustReport};
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
@@ -25,6 +26,10 @@ pub struct Selection {
     pub config: Option<PathBuf>,
     /// `--skill NAME…`; empty: the config's skills, else the defaults.
     pub skills: Vec<String>,
+    /// A CI run (`CI` set): config and skills come from the base of the change.
+    pub ci: bool,
+    /// `--trust-head-config`: read them from the working tree even in CI or for a range.
+    pub trust_head_config: bool,
 }
 
 /// Everything a run needs before any model is called.
@@ -38,6 +43,10 @@ pub struct Prepared {
     pub active: Vec<ActiveSkill>,
     /// Repository, revision and branch reviewed, for SARIF provenance and links.
     pub vcs: Option<Vcs>,
+    /// Where config and skills came from, for every report.
+    pub trust: TrustReport,
+    /// The active skills' origins, for every report.
+    pub skill_uses: Vec<SkillUse>,
 }
 
 fn env_var(name: &str) -> Option<String> {
@@ -75,38 +84,69 @@ pub fn load(
     Ok((settings, catalog, active))
 }
 
-/// Selects the diff, loads config and skills, and builds the plan.
+/// Selects the diff, loads config and skills (from where they can be trusted, see
+/// [`crate::trust`]), and builds the plan.
 pub fn prepare(sel: &Selection) -> Result<Prepared> {
+    let request = |patch_paths| trust::Request {
+        target: &sel.target,
+        explicit_config: sel.config.as_deref(),
+        ci: sel.ci,
+        trust_head_config: sel.trust_head_config,
+        patch_paths,
+    };
     if let Target::Patch(source) = &sel.target {
         // A patch needs no repository, but one around it still supplies config and skills.
-        let root = repo_root(&sel.dir);
+        let repo = git2::Repository::discover(&sel.dir).ok();
         let (bytes, name) = read_patch(source, &sel.dir)?;
         let diff = diff::patch_text::parse(&bytes, &name)?;
-        let (settings, _, active) = load(sel.config.as_deref(), root.as_deref(), &sel.skills)?;
-        let plan = plan::build(&diff, &NoContent, &settings, &active);
-        let repo = git2::Repository::discover(&sel.dir).ok();
-        return Ok(Prepared {
-            settings,
-            plan,
-            active,
-            vcs: Vcs::discover(repo.as_ref(), None, &env_var),
+        let touched: Vec<String> = diff
+            .files
+            .iter()
+            .flat_map(|f| [Some(&f.path), f.old_path.as_ref()])
+            .flatten()
+            .map(|p| p.to_string())
+            .collect();
+        let loaded = trust::load(repo.as_ref(), &request(&touched))?;
+        let vcs = Vcs::discover(repo.as_ref(), None, &env_var);
+        return finish(loaded, &sel.skills, vcs, |settings, active| {
+            Ok(plan::build(&diff, &NoContent, settings, active))
         });
     }
     let repo = diff::git::open_repo(&sel.dir)?;
-    let root = repo.workdir().map(Path::to_path_buf);
-    let (settings, _, active) = load(sel.config.as_deref(), root.as_deref(), &sel.skills)?;
-    let selection = diff::git::select(&repo, &sel.target, settings.default_branch.as_deref())?;
-    let plan = plan::build(&selection.diff, &selection.content, &settings, &active);
+    let loaded = trust::load(Some(&repo), &request(&[]))?;
     let head = match &sel.target {
         Target::Range { head, .. } => Some(head.as_str()),
         _ => None,
     };
     let vcs = Vcs::discover(Some(&repo), head, &env_var);
+    finish(loaded, &sel.skills, vcs, |settings, active| {
+        let selection = diff::git::select(&repo, &sel.target, settings.default_branch.as_deref())?;
+        Ok(plan::build(
+            &selection.diff,
+            &selection.content,
+            settings,
+            active,
+        ))
+    })
+}
+
+/// Selects the skills and builds the plan with `build`.
+fn finish(
+    loaded: trust::Loaded,
+    requested: &[String],
+    vcs: Option<Vcs>,
+    build: impl FnOnce(&Settings, &[ActiveSkill]) -> Result<Plan>,
+) -> Result<Prepared> {
+    let active = skills::select(&loaded.catalog, &loaded.settings, requested)?;
+    let plan = build(&loaded.settings, &active)?;
+    let skill_uses = trust::skill_uses(&active, &loaded.catalog, &loaded.trust);
     Ok(Prepared {
-        settings,
+        settings: loaded.settings,
         plan,
         active,
         vcs,
+        trust: loaded.trust,
+        skill_uses,
     })
 }
 

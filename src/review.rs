@@ -11,6 +11,7 @@ use crate::error::{Error, Result};
 use crate::plan::Plan;
 use crate::report::{self, Report};
 use crate::skills::{ActiveSkill, Skill};
+use crate::trust::{SkillUse, TrustReport};
 use crate::verify;
 use std::sync::Arc;
 use std::time::Duration;
@@ -30,6 +31,10 @@ pub struct ReviewInput {
     pub routes: Vec<EngineRoute>,
     /// Repository, revision and branch under review (SARIF provenance, links), if known.
     pub vcs: Option<report::Vcs>,
+    /// Where config and skills came from (see `crate::trust`), for the report.
+    pub trust: Option<TrustReport>,
+    /// The skills of the run and their origins, for the report.
+    pub skill_uses: Vec<SkillUse>,
 }
 
 const NO_ROUTES: &str = "no model routes are configured (no [[routes]] in warden.toml and no defaults.model)
@@ -64,6 +69,8 @@ pub async fn run(input: ReviewInput, sink: Sink, interrupt: CancellationToken) -
         settings,
         routes,
         vcs,
+        trust,
+        skill_uses,
     } = input;
     let exec = settings.execution;
     sink.emit(Event::ReviewStarted(Arc::new(ReviewInfo {
@@ -85,6 +92,12 @@ pub async fn run(input: ReviewInput, sink: Sink, interrupt: CancellationToken) -
     ticker.abort();
     let mut report = report::build(&plan, &review, &settings, &skills, verification.as_ref());
     report.vcs = vcs;
+    report.trust = trust;
+    for info in &mut report.skills {
+        if let Some(u) = skill_uses.iter().find(|u| u.name == info.name) {
+            info.set_origin(u);
+        }
+    }
     sink.emit(Event::ReviewFinished {
         outcome: report.outcome,
         reviewed: report.summary.reviewed,

@@ -14,6 +14,7 @@ use warden::error::{Error, Result};
 use warden::plan;
 use warden::prepare::prepare;
 use warden::report::escape;
+use warden::trust::TrustReport;
 
 /// Runs the command line; returns the process exit code.
 pub fn run(cli: Cli) -> Result<i32> {
@@ -66,10 +67,26 @@ fn warn(ui: &Ui, settings: &Settings) {
     }
 }
 
+/// The stderr warning when the change under review touches config or skills (not with
+/// `-q`; the reports say it too).
+fn warn_trust(ui: &Ui, trust: &TrustReport) {
+    if ui.quiet {
+        return;
+    }
+    if let Some(w) = trust.warning() {
+        eprintln!(
+            "{} {}",
+            console::style("warning:").yellow().for_stderr(),
+            escape::block(&w)
+        );
+    }
+}
+
 fn plan_cmd(args: &PlanArgs) -> Result<i32> {
     setup_color(&args.ui, args.output.is_some());
     let prepared = prepare(&args.selection.resolve()?)?;
     warn(&args.ui, &prepared.settings);
+    warn_trust(&args.ui, &prepared.trust);
     let text = if args.json || args.format == PlanFormat::Json {
         let mut s = serde_json::to_string_pretty(&prepared.plan).expect("plan serializes");
         s.push('\n');

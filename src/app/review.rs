@@ -2,7 +2,7 @@
 //! telemetry listening to its events, write the reports, map the exit code.
 
 use super::signals::Signals;
-use super::{setup_color, warn};
+use super::{setup_color, warn, warn_trust};
 use std::path::PathBuf;
 use std::sync::Arc;
 use warden::cli::ReviewArgs;
@@ -18,6 +18,7 @@ pub(super) fn review_cmd(args: &ReviewArgs) -> Result<i32> {
     let mut prepared = prepare(&args.selection.resolve()?)?;
     prepared.settings.apply(&args.overrides())?;
     warn(&args.ui, &prepared.settings);
+    warn_trust(&args.ui, &prepared.trust);
     let fail_on = prepared.settings.fail_on;
     let input = ReviewInput {
         routes: review::routes(&prepared.settings)?,
@@ -25,6 +26,8 @@ pub(super) fn review_cmd(args: &ReviewArgs) -> Result<i32> {
         skills: prepared.active,
         settings: prepared.settings,
         vcs: prepared.vcs,
+        trust: Some(prepared.trust),
+        skill_uses: prepared.skill_uses,
     };
     // Every output is opened before the first request: a bad path costs no money.
     let step_summary = std::env::var_os("GITHUB_STEP_SUMMARY")

@@ -4,6 +4,7 @@ use super::{emit, setup_color, warn};
 use warden::cli::SkillsArgs;
 use warden::error::Result;
 use warden::prepare::{load, repo_root, start_dir};
+use warden::report::escape;
 use warden::skills::{Catalog, Skill, SkillOrigin};
 
 pub(super) fn skills_cmd(args: &SkillsArgs) -> Result<i32> {
@@ -29,6 +30,15 @@ fn origin(o: &SkillOrigin) -> String {
     }
 }
 
+/// A repository skill that replaces a built-in changes what a review checks: flagged.
+fn overrides_builtin(catalog: &Catalog, s: &Skill) -> bool {
+    s.origin != SkillOrigin::BuiltIn
+        && catalog
+            .shadowed
+            .iter()
+            .any(|(h, _)| h.name == s.name && h.origin == SkillOrigin::BuiltIn)
+}
+
 /// Where the skills `s` hides come from.
 fn overrides(catalog: &Catalog, s: &Skill) -> Vec<String> {
     catalog
@@ -49,15 +59,15 @@ fn json(catalog: &Catalog, active: &[String]) -> String {
                 "description": s.description,
                 "allowedTools": s.allowed_tools,
                 "source": origin(&s.origin),
+                "origin": if s.origin == SkillOrigin::BuiltIn { "built-in" } else { "repository" },
                 "active": active.contains(&s.name),
                 "overrides": overrides(catalog, s),
+                "overridesBuiltin": overrides_builtin(catalog, s),
             })
         })
         .collect();
-    format!(
-        "{}\n",
-        serde_json::to_string_pretty(&list).expect("serializes")
-    )
+    let doc = serde_json::to_string_pretty(&list).expect("serializes");
+    format!("{}\n", escape::json_doc(&doc))
 }
 
 fn table(catalog: &Catalog, active: &[String]) -> String {
@@ -76,14 +86,20 @@ fn table(catalog: &Catalog, active: &[String]) -> String {
         } else {
             format!(" (overrides {})", over.join(", "))
         };
+        let flag = if overrides_builtin(catalog, s) {
+            format!(" {}", console::style("OVERRIDES BUILT-IN").yellow().bold())
+        } else {
+            String::new()
+        };
+        // Names and descriptions come from repository files: escaped.
         out.push_str(&format!(
-            "{mark} {:<width$}  {}{}\n      {}\n",
-            console::style(&s.name).cyan(),
-            origin(&s.origin),
-            over,
-            s.description,
+            "{mark} {:<width$}  {}{}{flag}\n      {}\n",
+            console::style(escape::inline(&s.name)).cyan(),
+            escape::inline(&origin(&s.origin)),
+            escape::inline(&over),
+            escape::inline(&s.description),
         ));
     }
-    out.push_str("\n* = runs in a review with the current config\n");
+    out.push_str("\n* = runs in a review with the current config (the working tree's skills; in CI and for commit ranges a review reads them from the base of the change)\n");
     out
 }

@@ -187,7 +187,7 @@ fn head_tree(repo: &Repository) -> Result<Option<git2::Tree<'_>>> {
     }
 }
 
-fn commit<'r>(repo: &'r Repository, spec: &str) -> Result<git2::Commit<'r>> {
+pub(crate) fn commit<'r>(repo: &'r Repository, spec: &str) -> Result<git2::Commit<'r>> {
     let obj = repo.revparse_single(spec).map_err(|_| {
         if spec == "HEAD" {
             Error::Git(
@@ -204,7 +204,7 @@ fn commit<'r>(repo: &'r Repository, spec: &str) -> Result<git2::Commit<'r>> {
         .map_err(|_| Error::Git(format!("`{spec}` does not point to a commit")))
 }
 
-fn is_dirty(repo: &Repository) -> Result<bool> {
+pub(crate) fn is_dirty(repo: &Repository) -> Result<bool> {
     if repo.is_bare() {
         return Ok(false);
     }
@@ -219,7 +219,7 @@ fn is_dirty(repo: &Repository) -> Result<bool> {
 }
 
 /// `defaults.defaultBranch`, else `origin/HEAD`, else `main`, else `master`.
-fn find_default_branch<'r>(
+pub(crate) fn find_default_branch<'r>(
     repo: &'r Repository,
     configured: Option<&str>,
 ) -> Result<(String, git2::Commit<'r>)> {

@@ -47,6 +47,9 @@ pub fn render(r: &Report) -> String {
             escape_data(&u.reason)
         );
     }
+    if let Some(w) = r.trust.as_ref().and_then(|t| t.warning()) {
+        let _ = writeln!(out, "::warning title=warden trust::{}", escape_data(&w));
+    }
     let s = &r.summary;
     let _ = writeln!(
         out,

@@ -246,8 +246,25 @@ fn routes(out: &mut String, r: &Report) {
 }
 
 /// The body listing the first `shown` findings.
+/// Where config and skills came from, when there is something to say (see
+/// `crate::trust`): one line each, escaped (paths are repository text).
+fn trust(out: &mut String, r: &Report) {
+    if let Some(line) = r.trust.as_ref().and_then(|t| t.line()) {
+        let _ = writeln!(out, "**Trust:** {}\n", inline(&line));
+    }
+    if r.skills.iter().any(|s| s.overrides_builtin)
+        || r.trust
+            .as_ref()
+            .is_some_and(|t| !t.changed_by_review.is_empty())
+    {
+        let line = crate::trust::skills_line(&r.skills, r.trust.as_ref());
+        let _ = writeln!(out, "**Skills:** {}\n", inline(&line));
+    }
+}
+
 fn body(r: &Report, shown: usize) -> String {
     let mut out = format!("{MARKER}\n{}\n\n", verdict(r));
+    trust(&mut out, r);
     if shown < r.findings.len() {
         let _ = writeln!(out, "{}\n", cut_note(r, shown));
     }

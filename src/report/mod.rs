@@ -85,11 +85,14 @@ pub struct Report {
     pub fail_on: String,
     pub report_on: Severity,
     pub min_confidence: Confidence,
-    /// The skills that ran, as rules: what each checks.
+    /// The skills that ran, as rules: what each checks, and where each came from.
     pub skills: Vec<SkillInfo>,
     /// Repository, revision and branch reviewed, when known.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub vcs: Option<Vcs>,
+    /// Where config and skills came from, and which of them the change touches.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trust: Option<crate::trust::TrustReport>,
 }
 
 #[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
@@ -440,5 +443,6 @@ pub fn build(
         min_confidence: settings.min_confidence,
         skills: SkillInfo::from_active(active),
         vcs: None,
+        trust: None,
     }
 }

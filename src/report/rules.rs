@@ -2,7 +2,8 @@
 //! scanning the `fullDescription` and `help` it requires, without renderers reaching back
 //! into the skill catalog.
 
-use crate::skills::ActiveSkill;
+use crate::skills::{ActiveSkill, SkillOrigin};
+use crate::trust::{SkillSource, SkillUse};
 use serde::Serialize;
 
 /// The longest instructions summary kept per skill (characters).
@@ -16,18 +17,45 @@ pub struct SkillInfo {
     pub description: String,
     /// The first paragraphs of the skill's instructions (Markdown), up to 1,500 characters.
     pub summary: String,
+    /// Where the skill came from: `built-in`, `base` (the trusted commit), `repository`
+    /// (the working tree) or `change` (the working tree, as the change under review has it).
+    pub origin: SkillSource,
+    /// The repository path of the skill file (absent for built-ins).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    /// A repository skill that replaces the built-in of the same name.
+    pub overrides_builtin: bool,
 }
 
 impl SkillInfo {
     pub(crate) fn from_active(active: &[ActiveSkill]) -> Vec<SkillInfo> {
         active
             .iter()
-            .map(|a| SkillInfo {
-                name: a.skill.name.clone(),
-                description: a.skill.description.clone(),
-                summary: summary(&a.skill.prompt),
+            .map(|a| {
+                let (origin, path) = match &a.skill.origin {
+                    SkillOrigin::BuiltIn => (SkillSource::BuiltIn, None),
+                    SkillOrigin::Repo(p) => {
+                        (SkillSource::Repository, Some(p.display().to_string()))
+                    }
+                };
+                SkillInfo {
+                    name: a.skill.name.clone(),
+                    description: a.skill.description.clone(),
+                    summary: summary(&a.skill.prompt),
+                    origin,
+                    path,
+                    overrides_builtin: false,
+                }
             })
             .collect()
+    }
+
+    /// Takes the origin the trust model found (`crate::trust::skill_uses`), which knows
+    /// where repository files were read from and what the change touches.
+    pub fn set_origin(&mut self, u: &SkillUse) {
+        self.origin = u.origin;
+        self.path = u.path.clone();
+        self.overrides_builtin = u.overrides_builtin;
     }
 }
 

@@ -186,7 +186,7 @@ pub fn render(r: &Report) -> String {
                 "budgetMs": r.budget_ms,
             },
         }],
-        "properties": {"target": r.target},
+        "properties": {"target": r.target, "trust": r.trust},
     });
     if let Some(p) = provenance(r) {
         run["versionControlProvenance"] = p;

@@ -63,6 +63,13 @@ fn body(r: &Report, shown: usize) -> String {
         r.budget_ms as f64 / 1000.0,
         md_code(&r.target)
     );
+    if let Some(line) = r.trust.as_ref().and_then(|t| t.line()) {
+        let _ = writeln!(out, "**Trust:** {}\n", cell(&line));
+    }
+    if !r.skills.is_empty() {
+        let line = crate::trust::skills_line(&r.skills, r.trust.as_ref());
+        let _ = writeln!(out, "**Skills:** {}\n", cell(&line));
+    }
     if !r.findings.is_empty() {
         let _ = writeln!(
             out,

@@ -212,6 +212,29 @@ pub fn render(r: &Report) -> String {
             r.skipped_files.len()
         );
     }
+    if let Some(line) = r.trust.as_ref().and_then(|t| t.line()) {
+        let touched = r
+            .trust
+            .as_ref()
+            .is_some_and(|t| !t.changed_by_review.is_empty());
+        let line = format!("Trust: {}", escape::inline(&line));
+        let _ = writeln!(
+            out,
+            "{}",
+            if touched {
+                style(line).yellow()
+            } else {
+                style(line)
+            }
+        );
+    }
+    if !r.skills.is_empty() {
+        let _ = writeln!(
+            out,
+            "Skills: {}",
+            escape::inline(&crate::trust::skills_line(&r.skills, r.trust.as_ref()))
+        );
+    }
     let s = &r.summary;
     let outcome = match r.outcome {
         ReviewOutcome::Complete => style("complete").green().bold(),

@@ -2,7 +2,10 @@
 //! `.agents/skills`, `.claude/skills`) and built in (`skills/`, embedded at compile
 //! time). A repository skill overrides a built-in one of the same name.
 
+mod files;
 mod front_matter;
+
+pub use files::{EntryKind, SkillFiles, WorkTree};
 
 use crate::config::{Settings, SkillConfig};
 use crate::error::{Error, Result};
@@ -83,37 +86,35 @@ impl Catalog {
 /// Finds skills under `root` (the repository's top folder; None for patch input outside
 /// a repository) and the built-ins.
 pub fn discover(root: Option<&Path>) -> Result<Catalog> {
+    match root {
+        Some(root) => discover_from(Some(&WorkTree(root))),
+        None => discover_from(None),
+    }
+}
+
+/// Finds skills in `files` (None: built-ins only) and the built-ins. A skill is
+/// `DIR/NAME/SKILL.md` or `DIR/NAME.md` in one of [`SKILL_DIRS`].
+pub fn discover_from(files: Option<&dyn SkillFiles>) -> Result<Catalog> {
     let mut catalog = Catalog::default();
-    if let Some(root) = root {
+    if let Some(files) = files {
         for dir in SKILL_DIRS {
-            let dir = root.join(dir);
-            let Ok(entries) = std::fs::read_dir(&dir) else {
-                continue;
-            };
-            let mut paths: Vec<PathBuf> =
-                entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
-            paths.sort();
-            for p in paths {
-                let file = if p.is_dir() {
-                    let f = p.join("SKILL.md");
-                    if !f.is_file() {
-                        continue;
+            for (name, kind) in files.list(dir)? {
+                let (path, fallback) = match kind {
+                    EntryKind::Dir => (format!("{dir}/{name}/SKILL.md"), name),
+                    EntryKind::File if name.ends_with(".md") => {
+                        let stem = if name == "SKILL.md" {
+                            name.clone()
+                        } else {
+                            name.trim_end_matches(".md").to_string()
+                        };
+                        (format!("{dir}/{name}"), stem)
                     }
-                    f
-                } else if p.extension().is_some_and(|e| e == "md") {
-                    p.clone()
-                } else {
+                    EntryKind::File => continue,
+                };
+                let Some(text) = files.read(&path)? else {
                     continue;
                 };
-                let fallback = if file.file_name().is_some_and(|n| n == "SKILL.md") {
-                    p.file_name()
-                } else {
-                    p.file_stem()
-                }
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default();
-                let text = std::fs::read_to_string(&file).map_err(|e| Error::io(&file, e))?;
-                let shown = file.strip_prefix(root).unwrap_or(&file).to_path_buf();
+                let shown = PathBuf::from(&path);
                 catalog.add(build(
                     &text,
                     &fallback,

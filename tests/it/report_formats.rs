@@ -11,6 +11,7 @@ use warden::report::{
 };
 use warden::scan::Skipped;
 use warden::severity::{Confidence, FailOn, Severity};
+use warden::trust::{ConfigFrom, SkillSource, TrustReport};
 
 fn finding(skill: &str, sev: Severity, path: &str, line: u32, title: &str, desc: &str) -> Finding {
     Finding {
@@ -240,11 +241,17 @@ pub fn fixture() -> Report {
                 name: "code-review".into(),
                 description: "Finds bugs, broken logic and risky changes in a diff.".into(),
                 summary: "Look for defects:\n\n- logic errors;\n- `unwrap()` on input <b>the code</b> should expect.".into(),
+                origin: SkillSource::BuiltIn,
+                path: None,
+                overrides_builtin: false,
             },
             SkillInfo {
                 name: "security-review".into(),
                 description: "Finds exploitable security weaknesses introduced by a diff.".into(),
                 summary: "Report only weaknesses an attacker could plausibly exploit.".into(),
+                origin: SkillSource::Base,
+                path: Some(".warden/skills/security-review/SKILL.md".into()),
+                overrides_builtin: true,
             },
         ],
         vcs: Some(Vcs {
@@ -252,6 +259,13 @@ pub fn fixture() -> Report {
             revision: Some("0123456789abcdef0123456789abcdef01234567".into()),
             branch: Some("feature/users".into()),
             web_url: Some("https://github.com/acme/shop".into()),
+        }),
+        trust: Some(TrustReport {
+            config_from: ConfigFrom::Base,
+            commit: Some("1a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d".into()),
+            reason: "CI is set".into(),
+            config_file: Some("1a2b3c4:warden.toml".into()),
+            changed_by_review: vec!["warden.toml".into()],
         }),
     }
 }

@@ -1,0 +1,147 @@
+//! The two sides of the change under review, as far as trust needs them: the base commit
+//! (what the diff is against, hence what the repository had before the change) and the new
+//! side, and which config and skill paths differ between them.
+
+use crate::diff::Target;
+use crate::diff::git::{commit, find_default_branch, is_dirty};
+use crate::error::{Error, Result};
+use git2::{Commit, DiffOptions, Repository};
+
+/// Where the new side of the change lives.
+pub(crate) enum NewSide<'r> {
+    Tree(Commit<'r>),
+    Index,
+    WorkDir,
+}
+
+/// The base commit (None: HEAD is unborn, the base is empty) and the new side.
+pub(crate) struct Sides<'r> {
+    pub base: Option<Commit<'r>>,
+    pub new: NewSide<'r>,
+}
+
+fn head<'r>(repo: &'r Repository) -> Result<Option<Commit<'r>>> {
+    match repo.head() {
+        Ok(h) => h
+            .peel_to_commit()
+            .map(Some)
+            .map_err(|e| Error::git("cannot read HEAD", e)),
+        Err(e)
+            if e.code() == git2::ErrorCode::UnbornBranch
+                || e.code() == git2::ErrorCode::NotFound =>
+        {
+            Ok(None)
+        }
+        Err(e) => Err(Error::git("cannot read HEAD", e)),
+    }
+}
+
+/// The sides `diff::git::select` compares for `target` (not a patch), resolved the same
+/// way: ranges from their base (the merge-base for `A...B`), a dirty tree and `--staged`
+/// from HEAD, `REF` from REF, a clean tree from its merge-base with `default_branch`.
+pub(crate) fn sides<'r>(
+    repo: &'r Repository,
+    target: &Target,
+    default_branch: Option<&str>,
+) -> Result<Sides<'r>> {
+    Ok(match target {
+        Target::Patch(_) => Sides {
+            base: head(repo)?,
+            new: NewSide::WorkDir,
+        },
+        Target::Staged => Sides {
+            base: head(repo)?,
+            new: NewSide::Index,
+        },
+        Target::Ref(spec) => Sides {
+            base: Some(commit(repo, spec)?),
+            new: NewSide::WorkDir,
+        },
+        Target::Range {
+            base,
+            head,
+            symmetric,
+        } => {
+            let head_commit = commit(repo, head)?;
+            let mut base_commit = commit(repo, base)?;
+            if *symmetric {
+                let mb = repo
+                    .merge_base(base_commit.id(), head_commit.id())
+                    .map_err(|_| {
+                        Error::Git(format!(
+                            "`{base}` and `{head}` have no common ancestor: use {base}..{head} to compare the trees directly"
+                        ))
+                    })?;
+                base_commit = repo.find_commit(mb).map_err(|e| Error::git(base, e))?;
+            }
+            Sides {
+                base: Some(base_commit),
+                new: NewSide::Tree(head_commit),
+            }
+        }
+        Target::Default if is_dirty(repo)? => Sides {
+            base: head(repo)?,
+            new: NewSide::WorkDir,
+        },
+        Target::Default => {
+            let head = commit(repo, "HEAD")?;
+            let (name, default) = find_default_branch(repo, default_branch)?;
+            let mb = repo.merge_base(default.id(), head.id()).map_err(|_| {
+                Error::Git(format!(
+                    "HEAD has no common ancestor with the default branch `{name}`: pass --base REF"
+                ))
+            })?;
+            Sides {
+                base: Some(repo.find_commit(mb).map_err(|e| Error::git(&name, e))?),
+                new: NewSide::Tree(head),
+            }
+        }
+    })
+}
+
+/// The paths under `specs` (files or folders, literal) that differ between the sides:
+/// added, edited, deleted, renamed (both names) or changed type.
+pub(crate) fn changed_paths(
+    repo: &Repository,
+    sides: &Sides,
+    specs: &[String],
+) -> Result<Vec<String>> {
+    let mut opts = DiffOptions::new();
+    for s in specs {
+        opts.pathspec(s);
+    }
+    opts.disable_pathspec_match(true)
+        .include_typechange(true)
+        .ignore_submodules(true);
+    let base_tree = sides
+        .base
+        .as_ref()
+        .map(|c| c.tree())
+        .transpose()
+        .map_err(|e| Error::git("cannot read the base tree", e))?;
+    let diff = match &sides.new {
+        NewSide::Tree(c) => {
+            let tree = c
+                .tree()
+                .map_err(|e| Error::git("cannot read the head tree", e))?;
+            repo.diff_tree_to_tree(base_tree.as_ref(), Some(&tree), Some(&mut opts))
+        }
+        NewSide::Index => repo.diff_tree_to_index(base_tree.as_ref(), None, Some(&mut opts)),
+        NewSide::WorkDir => {
+            opts.include_untracked(true).recurse_untracked_dirs(true);
+            repo.diff_tree_to_workdir_with_index(base_tree.as_ref(), Some(&mut opts))
+        }
+    }
+    .map_err(|e| Error::git("cannot compare config and skill files", e))?;
+    let mut out: Vec<String> = Vec::new();
+    for delta in diff.deltas() {
+        for file in [delta.old_file(), delta.new_file()] {
+            if let Some(p) = file.path_bytes() {
+                out.push(String::from_utf8_lossy(p).into_owned());
+            }
+        }
+    }
+    out.sort();
+    out.dedup();
+    Ok(out)
+}

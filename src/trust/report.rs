@@ -1,0 +1,177 @@
+//! What reports say about trust: where config and skills were read from, which of them the
+//! change under review touches, and where each skill of the run came from.
+
+use crate::report::SkillInfo;
+use crate::skills::{ActiveSkill, Catalog, SkillOrigin};
+use serde::Serialize;
+
+/// The `reason` of a run with `--trust-head-config`.
+pub const OPT_OUT: &str = "--trust-head-config";
+
+/// Where `warden.toml` and repository skills were read from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ConfigFrom {
+    /// A trusted commit: the base of the change (HEAD of the checkout for a patch in CI).
+    Base,
+    /// The working tree, as a local review (or `--trust-head-config`) reads it.
+    WorkingTree,
+    /// No repository: only `-c FILE` and the built-ins.
+    None,
+}
+
+/// The report's `trust` object.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TrustReport {
+    pub config_from: ConfigFrom,
+    /// The trusted commit (with `configFrom: base`; null when the base has no commits).
+    pub commit: Option<String>,
+    /// Why this source: `CI is set`, `a commit range is reviewed`, `--trust-head-config`, ...
+    pub reason: String,
+    /// The config file used (`1a2b3c4:warden.toml` when read from a commit), or null:
+    /// built-in defaults, no repository config.
+    pub config_file: Option<String>,
+    /// Config and skill files the change under review adds, edits, deletes or renames. They
+    /// are reviewed as code; with `configFrom: base` they are not used.
+    pub changed_by_review: Vec<String>,
+}
+
+/// Where a skill of the run came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SkillSource {
+    BuiltIn,
+    /// From the trusted commit named in `trust.commit`.
+    Base,
+    /// From the working tree, and not touched by the change under review.
+    Repository,
+    /// From the working tree, as the change under review adds or edits it.
+    Change,
+}
+
+/// Where one skill of the run came from (the report's `skills` entries carry it).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SkillUse {
+    pub name: String,
+    pub origin: SkillSource,
+    /// The repository path of the skill file (absent for built-ins).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    /// A repository skill that replaces the built-in of the same name.
+    pub overrides_builtin: bool,
+}
+
+impl TrustReport {
+    fn short_commit(&self) -> String {
+        match &self.commit {
+            Some(c) => c.chars().take(7).collect(),
+            None => "(no commits)".into(),
+        }
+    }
+
+    /// One line for people, or None when there is nothing to say (a local review that
+    /// touches no config). Unescaped: renderers escape it.
+    pub fn line(&self) -> Option<String> {
+        let changed = self.changed_by_review.join(", ");
+        match (self.config_from, self.changed_by_review.is_empty()) {
+            (ConfigFrom::Base, true) => Some(format!(
+                "config and skills read from base {} ({})",
+                self.short_commit(),
+                self.reason
+            )),
+            (ConfigFrom::Base, false) => Some(format!(
+                "config and skills read from base {} ({}); the change edits {changed}: reviewed as code, not used",
+                self.short_commit(),
+                self.reason
+            )),
+            (_, false) => Some(format!(
+                "the change edits {changed}, and this run uses the edited versions ({})",
+                self.reason
+            )),
+            (_, true) => None,
+        }
+    }
+
+    /// The stderr (and annotation) warning when the change touches config or skills and
+    /// this run reads them from a trusted commit, or uses them by `--trust-head-config`.
+    /// A local review stays quiet: editing one's own config is not news. Unescaped.
+    pub fn warning(&self) -> Option<String> {
+        let opted_out = self.reason == OPT_OUT;
+        if self.changed_by_review.is_empty() || (self.config_from != ConfigFrom::Base && !opted_out)
+        {
+            return None;
+        }
+        let changed = self.changed_by_review.join(", ");
+        Some(match self.config_from {
+            ConfigFrom::Base => format!(
+                "the change under review edits {changed}: they are reviewed as code, but config and skills come from base {} ({}); pass --trust-head-config to use the edited versions",
+                self.short_commit(),
+                self.reason
+            ),
+            _ => format!(
+                "the change under review edits {changed}, and this run uses the edited versions ({})",
+                self.reason
+            ),
+        })
+    }
+}
+
+/// The origin of each active skill. A repository skill is `base` when repository files came
+/// from the trusted commit, else `change` when the change under review touches it.
+pub fn skill_uses(active: &[ActiveSkill], catalog: &Catalog, trust: &TrustReport) -> Vec<SkillUse> {
+    active
+        .iter()
+        .map(|a| {
+            let name = a.skill.name.clone();
+            let overrides_builtin = a.skill.origin != SkillOrigin::BuiltIn
+                && catalog.shadowed.iter().any(|(hidden, _)| {
+                    hidden.name == name && hidden.origin == SkillOrigin::BuiltIn
+                });
+            let (origin, path) = match &a.skill.origin {
+                SkillOrigin::BuiltIn => (SkillSource::BuiltIn, None),
+                SkillOrigin::Repo(p) => {
+                    let p = p.to_string_lossy().replace('\\', "/");
+                    let origin = if trust.config_from == ConfigFrom::Base {
+                        SkillSource::Base
+                    } else if trust.changed_by_review.contains(&p) {
+                        SkillSource::Change
+                    } else {
+                        SkillSource::Repository
+                    };
+                    (origin, Some(p))
+                }
+            };
+            SkillUse {
+                name,
+                origin,
+                path,
+                overrides_builtin,
+            }
+        })
+        .collect()
+}
+
+/// `code-review (built-in), perf (.warden/skills/perf.md, from the change, OVERRIDES
+/// BUILT-IN)`: the skills line of the text and Markdown reports. Unescaped.
+pub fn skills_line(skills: &[SkillInfo], trust: Option<&TrustReport>) -> String {
+    let base = trust.map(|t| t.short_commit()).unwrap_or_default();
+    skills
+        .iter()
+        .map(|s| {
+            let mut parts: Vec<String> = Vec::new();
+            match (&s.path, s.origin) {
+                (_, SkillSource::BuiltIn) | (None, _) => parts.push("built-in".into()),
+                (Some(p), SkillSource::Base) => parts.push(format!("{p} from base {base}")),
+                (Some(p), SkillSource::Change) => parts.push(format!("{p}, from the change")),
+                (Some(p), SkillSource::Repository) => parts.push(p.clone()),
+            }
+            if s.overrides_builtin {
+                parts.push("OVERRIDES BUILT-IN".into());
+            }
+            format!("{} ({})", s.name, parts.join(", "))
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
