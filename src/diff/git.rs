@@ -89,18 +89,7 @@ pub fn select<'r>(
             head,
             symmetric,
         } => {
-            let head_commit = commit(repo, head)?;
-            let mut base_commit = commit(repo, base)?;
-            if *symmetric {
-                let mb = repo
-                    .merge_base(base_commit.id(), head_commit.id())
-                    .map_err(|_| {
-                        Error::Git(format!(
-                            "`{base}` and `{head}` have no common ancestor: use {base}..{head} to compare the trees directly"
-                        ))
-                    })?;
-                base_commit = repo.find_commit(mb).map_err(|e| Error::git(base, e))?;
-            }
+            let (base_commit, head_commit) = range(repo, base, head, *symmetric)?;
             let diff = tree_diff(repo, &base_commit, &head_commit, &mut opts)?;
             let dots = if *symmetric { "..." } else { ".." };
             (diff, format!("{base}{dots}{head}"), None)
@@ -120,14 +109,7 @@ pub fn select<'r>(
                 };
                 (diff, what.to_string(), Some(workdir))
             } else {
-                let head = commit(repo, "HEAD")?;
-                let (name, default) = find_default_branch(repo, default_branch)?;
-                let mb = repo.merge_base(default.id(), head.id()).map_err(|_| {
-                    Error::Git(format!(
-                        "HEAD has no common ancestor with the default branch `{name}`: pass --base REF"
-                    ))
-                })?;
-                let base = repo.find_commit(mb).map_err(|e| Error::git(&name, e))?;
+                let (name, base, head) = branch_base(repo, default_branch)?;
                 let diff = tree_diff(repo, &base, &head, &mut opts)?;
                 (diff, format!("{name}...HEAD (clean tree)"), None)
             }
@@ -142,6 +124,47 @@ pub fn select<'r>(
             blobs,
         },
     })
+}
+
+/// The commits a range compares: `base` (or, `symmetric`, the merge-base of `base` and
+/// `head`) and `head`.
+pub(crate) fn range<'r>(
+    repo: &'r Repository,
+    base: &str,
+    head: &str,
+    symmetric: bool,
+) -> Result<(git2::Commit<'r>, git2::Commit<'r>)> {
+    let head_commit = commit(repo, head)?;
+    let base_commit = commit(repo, base)?;
+    if !symmetric {
+        return Ok((base_commit, head_commit));
+    }
+    let mb = repo
+        .merge_base(base_commit.id(), head_commit.id())
+        .map_err(|_| {
+            Error::Git(format!(
+                "`{base}` and `{head}` have no common ancestor: use {base}..{head} to compare the trees directly"
+            ))
+        })?;
+    let mb = repo.find_commit(mb).map_err(|e| Error::git(base, e))?;
+    Ok((mb, head_commit))
+}
+
+/// A clean tree's comparison: the default branch's name, HEAD's merge-base with it, and
+/// HEAD.
+pub(crate) fn branch_base<'r>(
+    repo: &'r Repository,
+    default_branch: Option<&str>,
+) -> Result<(String, git2::Commit<'r>, git2::Commit<'r>)> {
+    let head = commit(repo, "HEAD")?;
+    let (name, default) = find_default_branch(repo, default_branch)?;
+    let mb = repo.merge_base(default.id(), head.id()).map_err(|_| {
+        Error::Git(format!(
+            "HEAD has no common ancestor with the default branch `{name}`: pass --base REF"
+        ))
+    })?;
+    let base = repo.find_commit(mb).map_err(|e| Error::git(&name, e))?;
+    Ok((name, base, head))
 }
 
 fn with_untracked(opts: &mut DiffOptions) {
@@ -219,7 +242,7 @@ pub(crate) fn is_dirty(repo: &Repository) -> Result<bool> {
 }
 
 /// `defaults.defaultBranch`, else `origin/HEAD`, else `main`, else `master`.
-pub(crate) fn find_default_branch<'r>(
+fn find_default_branch<'r>(
     repo: &'r Repository,
     configured: Option<&str>,
 ) -> Result<(String, git2::Commit<'r>)> {

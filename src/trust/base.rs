@@ -3,7 +3,7 @@
 //! side, and which config and skill paths differ between them.
 
 use crate::diff::Target;
-use crate::diff::git::{commit, find_default_branch, is_dirty};
+use crate::diff::git::{branch_base, commit, is_dirty, range};
 use crate::error::{Error, Result};
 use git2::{Commit, DiffOptions, Repository};
 
@@ -62,21 +62,10 @@ pub(crate) fn sides<'r>(
             head,
             symmetric,
         } => {
-            let head_commit = commit(repo, head)?;
-            let mut base_commit = commit(repo, base)?;
-            if *symmetric {
-                let mb = repo
-                    .merge_base(base_commit.id(), head_commit.id())
-                    .map_err(|_| {
-                        Error::Git(format!(
-                            "`{base}` and `{head}` have no common ancestor: use {base}..{head} to compare the trees directly"
-                        ))
-                    })?;
-                base_commit = repo.find_commit(mb).map_err(|e| Error::git(base, e))?;
-            }
+            let (base, head) = range(repo, base, head, *symmetric)?;
             Sides {
-                base: Some(base_commit),
-                new: NewSide::Tree(head_commit),
+                base: Some(base),
+                new: NewSide::Tree(head),
             }
         }
         Target::Default if is_dirty(repo)? => Sides {
@@ -84,15 +73,9 @@ pub(crate) fn sides<'r>(
             new: NewSide::WorkDir,
         },
         Target::Default => {
-            let head = commit(repo, "HEAD")?;
-            let (name, default) = find_default_branch(repo, default_branch)?;
-            let mb = repo.merge_base(default.id(), head.id()).map_err(|_| {
-                Error::Git(format!(
-                    "HEAD has no common ancestor with the default branch `{name}`: pass --base REF"
-                ))
-            })?;
+            let (_, base, head) = branch_base(repo, default_branch)?;
             Sides {
-                base: Some(repo.find_commit(mb).map_err(|e| Error::git(&name, e))?),
+                base: Some(base),
                 new: NewSide::Tree(head),
             }
         }
