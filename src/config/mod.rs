@@ -41,6 +41,25 @@ pub fn parse_duration(text: &str) -> std::result::Result<Duration, String> {
     Ok(d)
 }
 
+/// A duration as people write it: `652ms`, `1.5s`, `8s`, `2m29s`, `15m`, `1h30m`.
+pub fn format_duration(d: Duration) -> String {
+    if d < Duration::from_secs(1) {
+        return format!("{}ms", d.as_millis());
+    }
+    if d < Duration::from_secs(10) && d.subsec_millis() >= 100 {
+        return format!("{}.{}s", d.as_secs(), d.subsec_millis() / 100);
+    }
+    let s = d.as_secs();
+    let (h, m, s) = (s / 3600, s / 60 % 60, s % 60);
+    let mut out = String::new();
+    for (n, unit) in [(h, "h"), (m, "m"), (s, "s")] {
+        if n > 0 {
+            out.push_str(&format!("{n}{unit}"));
+        }
+    }
+    out
+}
+
 /// Loads the settings: `explicit` (`-c FILE`) if given, else `warden.toml` at
 /// `discovery_root`, else the built-in defaults.
 pub fn load(explicit: Option<&Path>, discovery_root: Option<&Path>) -> Result<Settings> {
@@ -106,6 +125,30 @@ mod tests {
 
     fn parse(src: &str) -> Result<Settings> {
         parse_str(src, Path::new("warden.toml"))
+    }
+
+    #[test]
+    fn durations_print_as_people_write_them() {
+        let ms = Duration::from_millis;
+        assert_eq!(format_duration(Duration::ZERO), "0ms");
+        assert_eq!(format_duration(Duration::from_nanos(652_188_603)), "652ms");
+        assert_eq!(format_duration(ms(1500)), "1.5s");
+        assert_eq!(format_duration(ms(8000)), "8s");
+        assert_eq!(format_duration(ms(149_400)), "2m29s");
+        assert_eq!(format_duration(ms(900_000)), "15m");
+        assert_eq!(format_duration(ms(5_400_000)), "1h30m");
+    }
+
+    #[test]
+    fn durations_above_a_week_are_refused() {
+        assert!(parse_duration("7d").is_ok());
+        let err = parse_duration("18446744073709551615s").unwrap_err();
+        assert!(
+            err.contains("7 days") || err.contains("invalid duration"),
+            "{err}"
+        );
+        assert!(parse_duration("8d").unwrap_err().contains("7 days"));
+        assert!(parse_duration("0s").is_err());
     }
 
     #[test]

@@ -5,6 +5,7 @@
 //! (capped). Auth and invalid-model failures force it open for the run. It is plain code
 //! over the instants it is given, so tests drive it with exact numbers.
 
+use super::clock::deadline_after;
 use crate::config::BreakerSettings;
 use crate::provider::Outcome;
 use serde::Serialize;
@@ -15,17 +16,22 @@ use tokio::time::Instant;
 /// The longest re-open wait, as a multiple of `openFor`.
 const MAX_BACKOFF: u32 = 8;
 
+/// A breaker's state.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum BreakerState {
+    /// Calls go through.
     Closed,
+    /// Calls go elsewhere until `openFor` has passed.
     Open,
+    /// Probes go through; their results close or re-open it.
     HalfOpen,
     /// Auth or invalid model: open for the rest of the run.
     ForcedOpen,
 }
 
 impl BreakerState {
+    /// The state as reports spell it.
     pub fn as_str(self) -> &'static str {
         match self {
             BreakerState::Closed => "closed",
@@ -39,20 +45,26 @@ impl BreakerState {
 /// May an attempt go to this route now?
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Admission {
+    /// Yes.
     Yes,
     /// Yes, as one of the half-open probes (report its result with `probe = true`).
     Probe,
+    /// No: try another route.
     No,
 }
 
 /// A state change, with the reason, for the event stream.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Transition {
+    /// The state before.
     pub from: BreakerState,
+    /// The state after.
     pub to: BreakerState,
+    /// Why, for people.
     pub reason: String,
 }
 
+/// One route's breaker: plain state over the instants it is given.
 #[derive(Debug)]
 pub struct Breaker {
     cfg: BreakerSettings,
@@ -69,6 +81,7 @@ pub struct Breaker {
 }
 
 impl Breaker {
+    /// A closed breaker.
     pub fn new(cfg: BreakerSettings, now: Instant) -> Self {
         Breaker {
             cfg,
@@ -83,17 +96,22 @@ impl Breaker {
         }
     }
 
+    /// The current state.
     pub fn state(&self) -> BreakerState {
         self.state
     }
 
+    /// How many times it opened (forced opens included).
     pub fn opens(&self) -> u32 {
         self.opens
     }
 
     /// Total time spent open (or half-open, forced open) up to `now`.
     pub fn time_open(&self, now: Instant) -> Duration {
-        self.time_open + self.opened_at.map_or(Duration::ZERO, |t| now - t)
+        let open_now = self
+            .opened_at
+            .map_or(Duration::ZERO, |t| now.saturating_duration_since(t));
+        self.time_open.saturating_add(open_now)
     }
 
     /// When an open breaker will let a probe through (None unless `Open`).
@@ -165,11 +183,14 @@ impl Breaker {
                 if failure {
                     self.level += 1;
                     let wait = self.open_wait();
-                    self.open_until = now + wait;
+                    self.open_until = deadline_after(now, wait);
                     Some(self.go(
                         BreakerState::Open,
                         now,
-                        format!("probe failed ({outcome}); open again for {wait:?}"),
+                        format!(
+                            "probe failed ({outcome}); open again for {}",
+                            crate::config::format_duration(wait)
+                        ),
                     ))
                 } else {
                     self.level = 0;
@@ -194,11 +215,14 @@ impl Breaker {
                 {
                     self.level = 1;
                     let wait = self.open_wait();
-                    self.open_until = now + wait;
+                    self.open_until = deadline_after(now, wait);
                     return Some(self.go(
                         BreakerState::Open,
                         now,
-                        format!("{failures} of the last {calls} attempts timed out or were unavailable; open for {wait:?}"),
+                        format!(
+                            "{failures} of the last {calls} attempts timed out or were unavailable; open for {}",
+                            crate::config::format_duration(wait)
+                        ),
                     ));
                 }
                 None
@@ -210,7 +234,7 @@ impl Breaker {
 
     fn open_wait(&self) -> Duration {
         let factor = 1u32 << self.level.saturating_sub(1).min(3);
-        self.cfg.open_for * factor.min(MAX_BACKOFF)
+        self.cfg.open_for.saturating_mul(factor.min(MAX_BACKOFF))
     }
 
     fn go(&mut self, to: BreakerState, now: Instant, reason: String) -> Transition {
@@ -224,7 +248,9 @@ impl Breaker {
             && !is_open
             && let Some(t) = self.opened_at.take()
         {
-            self.time_open += now - t;
+            self.time_open = self
+                .time_open
+                .saturating_add(now.saturating_duration_since(t));
         }
         if to == BreakerState::Open || to == BreakerState::ForcedOpen {
             self.opens += 1;
@@ -351,6 +377,25 @@ mod tests {
             b.record(t0, InvalidModel, false).unwrap().to,
             BreakerState::ForcedOpen
         );
+    }
+
+    #[test]
+    fn huge_open_for_saturates_instead_of_overflowing() {
+        let t0 = Instant::now();
+        let mut b = Breaker::new(
+            BreakerSettings {
+                open_for: Duration::MAX,
+                window: Duration::MAX,
+                ..cfg()
+            },
+            t0,
+        );
+        for _ in 0..5 {
+            b.record(t0, Timeout, false);
+        }
+        assert_eq!(b.state(), BreakerState::Open);
+        assert_eq!(b.admit(t0 + Duration::from_secs(86_400)).0, Admission::No);
+        assert!(b.time_open(t0 + Duration::from_secs(60)) >= Duration::from_secs(60));
     }
 
     #[test]

@@ -6,23 +6,34 @@
 
 mod aggregate;
 pub mod breaker;
+pub mod breakers;
+pub mod bulkhead;
+pub mod clock;
 pub mod events;
 pub mod outcome;
 pub mod retry;
+pub mod route_picker;
+pub mod shedder;
 mod unit;
 
 pub use breaker::{Breaker, BreakerState};
+pub use breakers::{Breakers, LocalBreakers};
+pub use bulkhead::{Bulkhead, LocalBulkhead, Permit};
 pub use events::{AttemptReason, Event, Pass, ReviewInfo, RouteInfo, Sink, UnitInfo};
 pub use outcome::{AttemptLog, EngineReport, Move, RouteSummary, UnitResult, UnitStatus};
+pub use retry::{RetryPolicy, Stop};
+pub use route_picker::{Ordered, RouteOrder, RoutePicker};
+pub use shedder::Shedder;
 
 use crate::config::Execution;
 use crate::prompt::Prompt;
-use crate::provider::Provider;
+use crate::provider::{Limits, Provider};
 use aggregate::Aggregator;
+use clock::deadline_after;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tokio::sync::{Notify, Semaphore};
+use tokio::sync::Notify;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
@@ -60,30 +71,33 @@ pub struct EngineRoute {
     pub max_concurrency: usize,
 }
 
-/// A route's state for the whole run: every pass of a review shares it, so a route forced
-/// open by an auth failure stays open for the verification pass too.
-pub(crate) struct RouteState {
+/// Answers units before dispatch (a result cache, for one): a unit it answers ends with
+/// that result and no request. Results to remember arrive as `UnitFinished` events.
+pub trait Answerer: Send + Sync {
+    /// The unit's result, if it can be given without a model call.
+    fn answer(&self, unit: usize, info: &UnitInfo) -> Option<UnitResult>;
+}
+
+/// A route as the engine runs it: its name and client. Its permits, breaker and load live
+/// in the engine's [`Bulkhead`] and [`Breakers`], by route index.
+struct Route {
     name: String,
     provider: Arc<dyn Provider>,
-    permits: Arc<Semaphore>,
-    cap: usize,
-    breaker: Mutex<Breaker>,
-    in_flight: AtomicUsize,
-    peak: AtomicUsize,
 }
 
 /// What the units of one pass share.
 pub(crate) struct Shared<'a> {
-    routes: &'a [RouteState],
+    engine: &'a Engine,
     exec: Execution,
+    retry: RetryPolicy,
+    shedder: Shedder,
     start: Instant,
     review_deadline: Instant,
     /// Cancelled at review-budget expiry or on interruption.
     cancel: CancellationToken,
     interrupted: CancellationToken,
     sink: Sink,
-    /// Woken on every breaker transition, so waiting units re-choose their route.
-    changed: &'a Notify,
+    /// Attempts in flight in this pass.
     in_flight: AtomicUsize,
 }
 
@@ -91,38 +105,85 @@ impl Shared<'_> {
     fn review_remaining(&self, now: Instant) -> Duration {
         self.review_deadline.saturating_duration_since(now)
     }
+
+    /// The review budget is spent (or the run interrupted): nothing new may start.
+    fn budget_spent(&self, now: Instant) -> bool {
+        self.cancel.is_cancelled() || now >= self.review_deadline
+    }
+
+    /// Rule 1: an attempt's clocks, each at most its deadline.
+    fn limits(&self, deadline: Duration) -> Limits {
+        Limits {
+            connect: self.exec.connect_timeout.min(deadline),
+            first_token: self.exec.first_token_timeout.min(deadline),
+            idle: self.exec.idle_timeout.min(deadline),
+            total: deadline,
+        }
+    }
 }
 
 /// Runs units over routes under the budgets of DESIGN.md section 4, reporting through
-/// events. One engine serves every pass of a review, with one route state.
+/// events. One engine serves every pass of a review, with one route state: the policy
+/// pieces ([`RoutePicker`], [`Bulkhead`], [`Breakers`], [`RetryPolicy`], [`Shedder`])
+/// each hold one rule, and `unit.rs` drives them.
 pub struct Engine {
-    routes: Vec<RouteState>,
+    routes: Vec<Route>,
+    picker: RoutePicker,
+    bulkhead: Box<dyn Bulkhead>,
+    breakers: Box<dyn Breakers>,
+    answerer: Option<Arc<dyn Answerer>>,
     exec: Execution,
     sink: Sink,
+    /// Woken on every breaker transition, so waiting units re-choose their route.
     changed: Notify,
 }
 
 impl Engine {
-    /// An engine over `routes` (failover order) that reports to `sink`.
+    /// An engine over `routes` (failover order) that reports to `sink`, with in-process
+    /// bulkheads and breakers and the ordered failover rule.
     pub fn new(routes: Vec<EngineRoute>, exec: Execution, sink: Sink) -> Self {
-        let now = Instant::now();
+        let bulkhead = LocalBulkhead::new(routes.iter().map(|r| r.max_concurrency));
+        let breakers = LocalBreakers::new(routes.len(), exec.breaker, Instant::now());
         Engine {
             routes: routes
                 .into_iter()
-                .map(|r| RouteState {
+                .map(|r| Route {
                     name: r.provider.route().to_string(),
                     provider: r.provider,
-                    permits: Arc::new(Semaphore::new(r.max_concurrency.max(1))),
-                    cap: r.max_concurrency.max(1),
-                    breaker: Mutex::new(Breaker::new(exec.breaker, now)),
-                    in_flight: AtomicUsize::new(0),
-                    peak: AtomicUsize::new(0),
                 })
                 .collect(),
+            picker: RoutePicker::default(),
+            bulkhead: Box::new(bulkhead),
+            breakers: Box::new(breakers),
+            answerer: None,
             exec,
             sink,
             changed: Notify::new(),
         }
+    }
+
+    /// Replaces the failover ordering rule.
+    pub fn with_route_order(mut self, order: impl RouteOrder + 'static) -> Self {
+        self.picker = RoutePicker::new(order);
+        self
+    }
+
+    /// Replaces the permit source (one per route, by index).
+    pub fn with_bulkhead(mut self, bulkhead: impl Bulkhead + 'static) -> Self {
+        self.bulkhead = Box::new(bulkhead);
+        self
+    }
+
+    /// Replaces the breaker store (one per route, by index).
+    pub fn with_breakers(mut self, breakers: impl Breakers + 'static) -> Self {
+        self.breakers = Box::new(breakers);
+        self
+    }
+
+    /// Lets `answerer` answer units before they are dispatched.
+    pub fn with_answerer(mut self, answerer: Arc<dyn Answerer>) -> Self {
+        self.answerer = Some(answerer);
+        self
     }
 
     /// Runs every unit within the review budget and returns what happened to each.
@@ -144,29 +205,28 @@ impl Engine {
     ) -> EngineReport {
         let start = Instant::now();
         let aggregator = Arc::new(Aggregator::default());
+        // The budget the clock can represent (a deadline saturates at the far future).
+        let hunk_budget = self.exec.hunk_budget.min(clock::FAR_FUTURE);
         let shared = Shared {
-            routes: &self.routes,
+            engine: self,
             exec: self.exec,
+            retry: RetryPolicy {
+                max_attempts: self.exec.max_attempts,
+                hunk_budget,
+            },
+            shedder: Shedder { hunk_budget },
             start,
-            review_deadline: start + budget,
+            review_deadline: deadline_after(start, budget),
             cancel: interrupt.child_token(),
             interrupted: interrupt.clone(),
             sink: self.sink.clone().tee(aggregator.sink()),
-            changed: &self.changed,
             in_flight: AtomicUsize::new(0),
         };
         shared.sink.emit(Event::PassStarted {
             pass,
             units: units.len(),
             budget,
-            routes: self
-                .routes
-                .iter()
-                .map(|r| RouteInfo {
-                    name: r.name.clone(),
-                    max_concurrency: r.cap,
-                })
-                .collect(),
+            routes: self.route_infos(),
         });
         let work: Vec<(usize, Arc<UnitInfo>)> = units.into_iter().map(unit_info).collect();
         for (unit, info) in &work {
@@ -180,7 +240,7 @@ impl Engine {
         let order: Vec<usize> = work.iter().map(|(i, _)| *i).collect();
         EngineReport {
             units: aggregator.finish(&order),
-            elapsed: now - start,
+            elapsed: now.saturating_duration_since(start),
             budget,
             budget_expired,
             interrupted: interrupt.is_cancelled(),
@@ -189,19 +249,31 @@ impl Engine {
         }
     }
 
+    fn route_infos(&self) -> Vec<RouteInfo> {
+        self.routes
+            .iter()
+            .enumerate()
+            .map(|(i, r)| RouteInfo {
+                name: r.name.clone(),
+                max_concurrency: self.bulkhead.cap(i),
+            })
+            .collect()
+    }
+
     fn route_summaries(&self, now: Instant) -> std::collections::BTreeMap<String, RouteSummary> {
         self.routes
             .iter()
-            .map(|r| {
-                let b = r.breaker.lock().expect("breaker lock");
+            .enumerate()
+            .map(|(i, r)| {
+                let b = self.breakers.figures(i, now);
                 (
                     r.name.clone(),
                     RouteSummary {
-                        breaker: b.state(),
-                        opens: b.opens(),
-                        time_open: b.time_open(now),
-                        peak_in_flight: r.peak.load(Ordering::SeqCst),
-                        max_concurrency: r.cap,
+                        breaker: b.state,
+                        opens: b.opens,
+                        time_open: b.time_open,
+                        peak_in_flight: self.bulkhead.peak(i),
+                        max_concurrency: self.bulkhead.cap(i),
                     },
                 )
             })
@@ -225,9 +297,10 @@ async fn drive(shared: &Shared<'_>, work: &[(usize, Arc<UnitInfo>)]) -> bool {
     let all =
         futures_util::future::join_all(work.iter().map(|(i, info)| unit::run(shared, *i, info)));
     tokio::pin!(all);
+    // The deadline is polled first: an attempt whose own timer fires at the same instant
+    // is cut by the review budget (cancelled), not counted as the route's timeout.
     tokio::select! {
         biased;
-        _ = &mut all => false,
         _ = tokio::time::sleep_until(shared.review_deadline) => {
             let in_flight = shared.in_flight.load(Ordering::SeqCst);
             shared.sink.emit(Event::BudgetExpired { in_flight });
@@ -235,6 +308,7 @@ async fn drive(shared: &Shared<'_>, work: &[(usize, Arc<UnitInfo>)]) -> bool {
             all.await;
             true
         }
+        _ = &mut all => false,
         _ = shared.cancel.cancelled() => {
             all.await;
             false

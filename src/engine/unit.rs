@@ -1,18 +1,80 @@
-//! One unit's life: choose a route that admits calls, wait for its permit (bounded by the
-//! budgets), attempt, and on failure decide — as the one retry owner — whether to retry,
-//! fail over, or stop with an honest status.
+//! One unit's life, read against DESIGN.md section 4. The engine is the one retry owner:
+//! it chooses a route that admits calls ([`RoutePicker`](super::RoutePicker)), takes its
+//! permit ([`Bulkhead`](super::Bulkhead)), makes one attempt under nested deadlines, and
+//! after a failure asks the [`RetryPolicy`](super::RetryPolicy) whether another attempt
+//! follows. Every unit ends with exactly one status (section 5).
 
-use super::breaker::{Admission, BreakerState};
+use super::breaker::{Admission, BreakerState, Transition};
+use super::bulkhead::{Permit, Waited, Wake, wait_for_permit};
+use super::clock::deadline_after;
 use super::events::{AttemptReason, Event};
 use super::outcome::{AttemptLog, Move, UnitResult, UnitStatus};
-use super::retry::{self, Stop};
+use super::retry::Stop;
+use super::route_picker::{OrderInput, Pick};
 use super::{Shared, UnitInfo};
-use crate::provider::{AttemptRecord, AttemptRequest, Limits, Outcome};
+use crate::findings::Extracted;
+use crate::provider::{AttemptRecord, AttemptRequest, Outcome};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
-use tokio::sync::OwnedSemaphorePermit;
 use tokio::time::{Instant, sleep_until};
+
+/// Runs one unit to its end; its result goes out as `UnitFinished`.
+pub(super) async fn run(sh: &Shared<'_>, index: usize, work: &UnitInfo) {
+    let mut u = UnitRun::new(index, work);
+    // A unit answered before dispatch (a result cache) makes no request.
+    if let Some(result) = sh
+        .engine
+        .answerer
+        .as_ref()
+        .and_then(|a| a.answer(index, work))
+    {
+        return emit_finished(
+            sh,
+            UnitResult {
+                unit: index,
+                ..result
+            },
+        );
+    }
+    loop {
+        // Rules 6–9: a route that admits calls, and one of its permits, within the budgets.
+        let slot = match acquire(sh, &mut u).await {
+            Ok(slot) => slot,
+            Err(stop) => return u.finish(sh, stop),
+        };
+        // Rule 2: the hunk budget starts when the first attempt starts.
+        let now = Instant::now();
+        let hunk_end = *u
+            .hunk_end
+            .get_or_insert_with(|| deadline_after(now, sh.exec.hunk_budget));
+        // Rules 1 and 3: one request under nested deadlines, cancelled with the review.
+        let route = slot.route;
+        let (record, extracted) = attempt(sh, &mut u, slot, now, hunk_end).await;
+        if record.outcome == Outcome::Ok {
+            return u.reviewed(sh, &record.route, extracted.unwrap_or_default());
+        }
+        // Section 5: cut by the review budget or a signal, the unit is cancelled.
+        if record.outcome == Outcome::Cancelled || sh.budget_spent(Instant::now()) {
+            return u.finish(sh, cancelled(sh));
+        }
+        // Rules 4–5: only the engine decides whether another attempt follows.
+        let left = hunk_end.saturating_duration_since(Instant::now());
+        let made = u.result.attempts.len() as u32;
+        if let Err(stop) = sh.retry.further_attempt(record.outcome, made, left) {
+            let reason = format!(
+                "{}; last attempt on {}: {}",
+                stop.reason, record.route, record.reason
+            );
+            return u.finish(sh, Stop::new(stop.status, reason));
+        }
+        u.last = Some(LastFailure {
+            route,
+            reason: format!("{}: {}", record.outcome, record.reason),
+            retry_after: record.retry_after,
+        });
+    }
+}
 
 /// The last failed attempt, which shapes the next one.
 struct LastFailure {
@@ -21,439 +83,460 @@ struct LastFailure {
     retry_after: Option<Duration>,
 }
 
+/// A route chosen for the next attempt, with its permit held.
 struct Slot {
     route: usize,
-    permit: OwnedSemaphorePermit,
+    permit: Permit,
     probe: bool,
     breaker: BreakerState,
     reason: AttemptReason,
 }
 
-/// Runs one unit to its end; its result goes out as `UnitFinished`.
-pub(super) async fn run(sh: &Shared<'_>, index: usize, work: &UnitInfo) {
-    let mut r = UnitResult {
-        unit: index,
-        status: UnitStatus::Skipped,
-        route: None,
-        reason: String::new(),
-        attempts: Vec::new(),
-        routes_tried: Vec::new(),
-        moves: Vec::new(),
-        findings: Vec::new(),
-        dropped_findings: 0,
-    };
-    let mut hunk_deadline: Option<Instant> = None;
-    let mut last: Option<LastFailure> = None;
-    loop {
-        let slot = match acquire(sh, index, work, last.as_ref(), hunk_deadline).await {
-            Ok(s) => s,
-            Err(stop) => return finish(sh, r, stop),
-        };
-        let now = Instant::now();
-        let hunk_end = *hunk_deadline.get_or_insert(now + sh.exec.hunk_budget);
-        let route = &sh.routes[slot.route];
-        let hunk_remaining = hunk_end.saturating_duration_since(now);
-        let review_remaining = sh.review_remaining(now);
-        let deadline = sh
-            .exec
-            .request_timeout
-            .min(hunk_remaining)
-            .min(review_remaining);
-        let number = r.attempts.len() as u32 + 1;
+/// A unit in flight: its result so far, its hunk deadline once started, its last failure.
+struct UnitRun<'w> {
+    work: &'w UnitInfo,
+    result: UnitResult,
+    hunk_end: Option<Instant>,
+    last: Option<LastFailure>,
+    /// It waited for an open breaker to half-open (a first attempt may).
+    waited_for_open_routes: bool,
+}
+
+impl<'w> UnitRun<'w> {
+    fn new(index: usize, work: &'w UnitInfo) -> Self {
+        UnitRun {
+            work,
+            result: UnitResult {
+                unit: index,
+                status: UnitStatus::Skipped,
+                route: None,
+                reason: String::new(),
+                attempts: Vec::new(),
+                routes_tried: Vec::new(),
+                moves: Vec::new(),
+                findings: Vec::new(),
+                dropped_findings: 0,
+            },
+            hunk_end: None,
+            last: None,
+            waited_for_open_routes: false,
+        }
+    }
+
+    fn index(&self) -> usize {
+        self.result.unit
+    }
+
+    /// Waits end at the hunk deadline once the unit started, else at the review deadline.
+    fn wait_until(&self, review_deadline: Instant) -> Instant {
+        self.hunk_end
+            .map_or(review_deadline, |h| h.min(review_deadline))
+    }
+
+    /// Why the unit stops when the review budget ran out or the run was interrupted.
+    fn stop_on_cancel(&self, sh: &Shared) -> Stop {
+        if self.hunk_end.is_some() {
+            cancelled(sh)
+        } else if self.waited_for_open_routes {
+            all_open()
+        } else {
+            not_started(sh)
+        }
+    }
+
+    /// Records that an attempt goes to `route` (and the move, if it changed).
+    fn note_route(&mut self, route: &str) {
+        let r = &mut self.result;
         if let Some(prev) = r.routes_tried.last()
-            && *prev != route.name
+            && prev != route
         {
             r.moves.push(Move {
                 from: prev.clone(),
-                to: route.name.clone(),
-                reason: last.as_ref().map(|l| l.reason.clone()).unwrap_or_default(),
+                to: route.to_string(),
+                reason: self
+                    .last
+                    .as_ref()
+                    .map(|l| l.reason.clone())
+                    .unwrap_or_default(),
             });
         }
-        r.routes_tried.push(route.name.clone());
-        sh.sink.emit(Event::AttemptStarted {
-            unit: index,
-            attempt: number,
-            route: route.name.clone(),
-            provider: route.provider.kind(),
-            model: route.provider.model().to_string(),
-            reason: slot.reason.clone(),
-            deadline,
-            hunk_remaining,
-            review_remaining,
-            breaker: slot.breaker,
-            probe: slot.probe,
-        });
-        let req = AttemptRequest {
-            prompt: (*work.prompt).clone(),
-            lines: work.lines,
-            limits: Limits {
-                connect: sh.exec.connect_timeout.min(deadline),
-                first_token: sh.exec.first_token_timeout.min(deadline),
-                idle: sh.exec.idle_timeout.min(deadline),
-                total: deadline,
-            },
-        };
-        let in_route = route.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
-        route.peak.fetch_max(in_route, Ordering::SeqCst);
-        sh.in_flight.fetch_add(1, Ordering::SeqCst);
-        let result = tokio::select! {
-            biased;
-            _ = sh.cancel.cancelled() => None,
-            a = route.provider.attempt(&req) => Some(a),
-        };
-        // Dropping the attempt's future above has already closed its connection.
-        sh.in_flight.fetch_sub(1, Ordering::SeqCst);
-        route.in_flight.fetch_sub(1, Ordering::SeqCst);
-        drop(slot.permit);
-        let finished = Instant::now();
-        let (record, extracted) = match result {
-            Some(a) => (a.record, a.extracted),
-            None => (cancelled_record(route, &req, finished - now), None),
-        };
-        let transition = route.breaker.lock().expect("breaker lock").record(
-            finished,
-            record.outcome,
-            slot.probe,
+        r.routes_tried.push(route.to_string());
+    }
+
+    fn reviewed(mut self, sh: &Shared, route: &str, ex: Extracted) {
+        self.result.findings = ex.findings;
+        self.result.dropped_findings = ex.dropped_out_of_range + ex.dropped_invalid;
+        self.result.route = Some(route.to_string());
+        self.finish(
+            sh,
+            Stop::new(UnitStatus::Reviewed, format!("reviewed by {route}")),
         );
-        if let Some(t) = transition {
-            announce(sh, &route.name, t);
+    }
+
+    fn finish(mut self, sh: &Shared, stop: Stop) {
+        self.result.status = stop.status;
+        self.result.reason = stop.reason;
+        emit_finished(sh, self.result);
+    }
+}
+
+fn emit_finished(sh: &Shared, result: UnitResult) {
+    sh.sink.emit(Event::UnitFinished {
+        unit: result.unit,
+        result: Arc::new(result),
+    });
+}
+
+/// One attempt on the slot's route: events, the request under its deadline, the
+/// breaker's verdict. Returns the record and, when it is ok, the findings.
+async fn attempt(
+    sh: &Shared<'_>,
+    u: &mut UnitRun<'_>,
+    slot: Slot,
+    now: Instant,
+    hunk_end: Instant,
+) -> (AttemptRecord, Option<Extracted>) {
+    let route = &sh.engine.routes[slot.route];
+    let hunk_remaining = hunk_end.saturating_duration_since(now);
+    let review_remaining = sh.review_remaining(now);
+    let deadline = sh
+        .exec
+        .request_timeout
+        .min(hunk_remaining)
+        .min(review_remaining);
+    let number = u.result.attempts.len() as u32 + 1;
+    u.note_route(&route.name);
+    sh.sink.emit(Event::AttemptStarted {
+        unit: u.index(),
+        attempt: number,
+        route: route.name.clone(),
+        provider: route.provider.kind(),
+        model: route.provider.model().to_string(),
+        reason: slot.reason,
+        deadline,
+        hunk_remaining,
+        review_remaining,
+        breaker: slot.breaker,
+        probe: slot.probe,
+    });
+    let req = AttemptRequest {
+        prompt: (*u.work.prompt).clone(),
+        lines: u.work.lines,
+        limits: sh.limits(deadline),
+    };
+    sh.in_flight.fetch_add(1, Ordering::SeqCst);
+    let result = tokio::select! {
+        biased;
+        _ = sh.cancel.cancelled() => None,
+        a = route.provider.attempt(&req) => Some(a),
+    };
+    // Dropping the attempt's future above has already closed its connection.
+    sh.in_flight.fetch_sub(1, Ordering::SeqCst);
+    drop(slot.permit);
+    let finished = Instant::now();
+    let ran = finished.saturating_duration_since(now);
+    let (mut record, extracted) = match result {
+        Some(a) => (a.record, a.extracted),
+        None => (cancelled_record(sh, slot.route, &req, ran), None),
+    };
+    if record.outcome == Outcome::Timeout && sh.budget_spent(finished) {
+        // Its deadline was the review's: the review budget cut it, not the route.
+        record.outcome = Outcome::Cancelled;
+        record.stage = None;
+        record.reason = "cancelled: the review budget ran out during the attempt".into();
+    }
+    let verdict = sh
+        .engine
+        .breakers
+        .record(slot.route, finished, record.outcome, slot.probe);
+    if let Some(t) = verdict {
+        announce(sh, &route.name, t);
+    }
+    sh.sink.emit(Event::AttemptFinished {
+        unit: u.index(),
+        attempt: number,
+        record: record.clone(),
+    });
+    u.result.attempts.push(AttemptLog {
+        number,
+        started: now.saturating_duration_since(sh.start),
+        probe: slot.probe,
+        record: record.clone(),
+    });
+    (record, extracted)
+}
+
+/// Chooses a route that admits calls and takes one of its permits; waits count against
+/// the review budget (and the hunk budget once the unit has started).
+async fn acquire(sh: &Shared<'_>, u: &mut UnitRun<'_>) -> Result<Slot, Stop> {
+    let until = u.wait_until(sh.review_deadline);
+    let mut announced = false;
+    loop {
+        // Enabled before choosing, so a breaker change during the choice is not missed.
+        let changed = sh.engine.changed.notified();
+        tokio::pin!(changed);
+        changed.as_mut().enable();
+        if sh.cancel.is_cancelled() {
+            return Err(u.stop_on_cancel(sh));
         }
-        sh.sink.emit(Event::AttemptFinished {
-            unit: index,
-            attempt: number,
-            record: record.clone(),
-        });
-        let outcome = record.outcome;
-        let reason = record.reason.clone();
-        let retry_after = record.retry_after;
-        r.attempts.push(AttemptLog {
-            number,
-            started: now - sh.start,
-            probe: slot.probe,
-            record,
-        });
-        if outcome == Outcome::Ok {
-            let ex = extracted.unwrap_or_default();
-            r.findings = ex.findings;
-            r.dropped_findings = ex.dropped_out_of_range + ex.dropped_invalid;
-            r.route = Some(route.name.clone());
-            let stop = Stop {
-                status: UnitStatus::Reviewed,
-                reason: format!("reviewed by {}", route.name),
+        let input = OrderInput {
+            routes: sh.engine.routes.len(),
+            last_failed: u.last.as_ref().map(|l| l.route),
+        };
+        let now = Instant::now();
+        let (route, preferred_reopen) =
+            match sh.engine.picker.pick(&*sh.engine.breakers, input, now) {
+                Pick::Route {
+                    route,
+                    passed_over,
+                    preferred_reopen,
+                } => {
+                    passed_over_events(sh, u.index(), &passed_over);
+                    (route, preferred_reopen)
+                }
+                Pick::NoneAdmits { reopen } => {
+                    wait_for_reopen(sh, u, reopen, until, changed).await?;
+                    continue;
+                }
             };
-            return finish(sh, r, stop);
+        let Some(reason) = reason_for(sh, u, route, until, &mut announced).await? else {
+            continue;
+        };
+        let wake = Wake {
+            changed,
+            preferred_reopen,
+            until,
+            cancel: &sh.cancel,
+        };
+        let permit = match wait_for_permit(&*sh.engine.bulkhead, route, wake).await {
+            Waited::Permit(p) => p,
+            Waited::Rechoose => continue,
+            Waited::Expired if sh.budget_spent(Instant::now()) => {
+                return Err(u.stop_on_cancel(sh));
+            }
+            Waited::Expired if u.hunk_end.is_some() => {
+                return Err(Stop::new(
+                    UnitStatus::TimedOut,
+                    "the hunk budget ran out waiting for a route's concurrency permit",
+                ));
+            }
+            Waited::Expired => return Err(not_started(sh)),
+        };
+        if let Some(slot) = admit(sh, u, route, permit, reason)? {
+            return Ok(slot);
         }
-        if outcome == Outcome::Cancelled || sh.cancel.is_cancelled() {
-            return finish(sh, r, cancelled(sh));
+    }
+}
+
+/// With a permit in hand: the last checks before an attempt starts (budget, shedding,
+/// the half-budget rule), then the breaker's admission. `Ok(None)`: choose again.
+fn admit(
+    sh: &Shared,
+    u: &UnitRun,
+    route: usize,
+    permit: Permit,
+    reason: AttemptReason,
+) -> Result<Option<Slot>, Stop> {
+    let now = Instant::now();
+    if sh.cancel.is_cancelled() {
+        return Ok(None); // reported at the top of the loop
+    }
+    if sh.budget_spent(now) {
+        return Err(u.stop_on_cancel(sh));
+    }
+    let started = u.hunk_end.is_some();
+    if let Some(stop) = sh
+        .shedder
+        .shed(u.work.optional, started, sh.review_remaining(now))
+    {
+        return Err(stop);
+    }
+    if let Some(h) = u.hunk_end {
+        let left = h.saturating_duration_since(now);
+        sh.retry.half_left(left, "after waiting for a permit")?;
+    }
+    let breakers = &sh.engine.breakers;
+    let (admission, transition) = breakers.admit(route, now);
+    if let Some(t) = transition {
+        announce(sh, &sh.engine.routes[route].name, t);
+    }
+    Ok(match admission {
+        Admission::No => None,
+        a => Some(Slot {
+            route,
+            permit,
+            probe: a == Admission::Probe,
+            breaker: breakers.state(route),
+            reason,
+        }),
+    })
+}
+
+/// Why the next attempt is made (first, retry, failover), announcing a retry or failover
+/// once. A retry of the same route sleeps on a Retry-After only when half the hunk
+/// budget is left after it (rule 6). `Ok(None)`: cancelled while sleeping, choose again.
+async fn reason_for(
+    sh: &Shared<'_>,
+    u: &UnitRun<'_>,
+    route: usize,
+    until: Instant,
+    announced: &mut bool,
+) -> Result<Option<AttemptReason>, Stop> {
+    let Some(l) = &u.last else {
+        return Ok(Some(AttemptReason::First));
+    };
+    let to = &sh.engine.routes[route].name;
+    if route != l.route {
+        let from = sh.engine.routes[l.route].name.clone();
+        if !std::mem::replace(announced, true) {
+            sh.sink.emit(Event::Failover {
+                unit: u.index(),
+                from: from.clone(),
+                to: to.clone(),
+                reason: l.reason.clone(),
+            });
         }
-        let hunk_remaining = hunk_end.saturating_duration_since(Instant::now());
-        if let Err(mut stop) = retry::further_attempt(
-            outcome,
-            number,
-            sh.exec.max_attempts,
-            hunk_remaining,
-            sh.exec.hunk_budget,
-        ) {
-            stop.reason = format!(
-                "{stop_reason}; last attempt on {}: {reason}",
-                route.name,
-                stop_reason = stop.reason
-            );
-            return finish(sh, r, stop);
+        let after = l.reason.clone();
+        return Ok(Some(AttemptReason::Failover { from, after }));
+    }
+    let wait = l.retry_after.unwrap_or(Duration::ZERO);
+    let hunk_remaining = until.saturating_duration_since(Instant::now());
+    if !wait.is_zero() && !sh.retry.retry_after_fits(wait, hunk_remaining) {
+        return Err(Stop::new(
+            UnitStatus::Unavailable,
+            format!(
+                "rate limited with Retry-After {}, more than the hunk budget allows ({} left), and no other route admits calls",
+                crate::config::format_duration(wait),
+                crate::config::format_duration(hunk_remaining),
+            ),
+        ));
+    }
+    if !std::mem::replace(announced, true) {
+        sh.sink.emit(Event::Retry {
+            unit: u.index(),
+            route: to.clone(),
+            reason: l.reason.clone(),
+            wait,
+        });
+        if !wait.is_zero() {
+            tokio::select! {
+                biased;
+                _ = sh.cancel.cancelled() => return Ok(None),
+                _ = tokio::time::sleep(wait) => {}
+            }
         }
-        last = Some(LastFailure {
-            route: slot.route,
-            reason: format!("{outcome}: {reason}"),
-            retry_after,
+    }
+    let after = l.reason.clone();
+    Ok(Some(AttemptReason::Retry { after }))
+}
+
+/// No route admits calls. A first attempt waits, within its budget, for an open breaker
+/// to half-open; a further attempt does not wait (the unit is unavailable now).
+async fn wait_for_reopen(
+    sh: &Shared<'_>,
+    u: &mut UnitRun<'_>,
+    reopen: Option<Instant>,
+    until: Instant,
+    changed: std::pin::Pin<&mut tokio::sync::futures::Notified<'_>>,
+) -> Result<(), Stop> {
+    if let Some(l) = &u.last {
+        return Err(Stop::new(
+            UnitStatus::Unavailable,
+            format!("no route admits calls (breakers open) after {}", l.reason),
+        ));
+    }
+    if sh.engine.routes.is_empty() {
+        return Err(Stop::new(
+            UnitStatus::Unavailable,
+            "no routes are configured",
+        ));
+    }
+    let Some(reopen) = reopen else {
+        return Err(Stop::new(
+            UnitStatus::Unavailable,
+            "every route is forced open (auth or invalid model)",
+        ));
+    };
+    u.waited_for_open_routes = true;
+    tokio::select! {
+        biased;
+        _ = sh.cancel.cancelled() => {}
+        _ = changed => {}
+        _ = sleep_until(reopen.min(until)) => {}
+    }
+    if Instant::now() >= until && !sh.cancel.is_cancelled() {
+        return Err(all_open());
+    }
+    Ok(())
+}
+
+fn passed_over_events(sh: &Shared, unit: usize, passed_over: &[usize]) {
+    for r in passed_over {
+        sh.sink.emit(Event::RouteSkipped {
+            unit,
+            route: sh.engine.routes[*r].name.clone(),
+            breaker: sh.engine.breakers.state(*r),
         });
     }
 }
 
 /// Tells the event stream about a breaker transition, and wakes the units waiting for a
-/// route (they re-choose).
-fn announce(sh: &Shared, route: &str, t: super::breaker::Transition) {
+/// route (they choose again).
+fn announce(sh: &Shared, route: &str, t: Transition) {
     sh.sink.emit(Event::Breaker {
         route: route.to_string(),
         from: t.from,
         to: t.to,
         reason: t.reason,
     });
-    sh.changed.notify_waiters();
-}
-
-fn finish(sh: &Shared, mut r: UnitResult, stop: Stop) {
-    r.status = stop.status;
-    r.reason = stop.reason;
-    sh.sink.emit(Event::UnitFinished {
-        unit: r.unit,
-        result: Arc::new(r),
-    });
+    sh.engine.changed.notify_waiters();
 }
 
 fn cancelled(sh: &Shared) -> Stop {
-    Stop {
-        status: UnitStatus::Cancelled,
-        reason: if sh.interrupted.is_cancelled() {
-            "interrupted during an attempt".into()
+    Stop::new(
+        UnitStatus::Cancelled,
+        if sh.interrupted.is_cancelled() {
+            "interrupted during an attempt"
         } else {
-            "the review budget ran out during an attempt".into()
+            "the review budget ran out during an attempt"
         },
-    }
+    )
 }
 
 fn not_started(sh: &Shared) -> Stop {
-    Stop {
-        status: UnitStatus::Skipped,
-        reason: if sh.interrupted.is_cancelled() {
-            "interrupted before the unit started".into()
+    Stop::new(
+        UnitStatus::Skipped,
+        if sh.interrupted.is_cancelled() {
+            "interrupted before the unit started"
         } else {
-            "the review budget ran out before the unit started".into()
+            "the review budget ran out before the unit started"
         },
-    }
+    )
+}
+
+fn all_open() -> Stop {
+    Stop::new(
+        UnitStatus::Unavailable,
+        "every route's breaker stayed open until the budget ran out",
+    )
 }
 
 fn cancelled_record(
-    route: &super::RouteState,
+    sh: &Shared,
+    route: usize,
     req: &AttemptRequest,
     ran: Duration,
 ) -> AttemptRecord {
+    let r = &sh.engine.routes[route];
     AttemptRecord {
         duration: ran,
         outcome: Outcome::Cancelled,
         reason: "cancelled: the connection was closed".into(),
         ..AttemptRecord::new(
-            &route.name,
-            route.provider.kind(),
-            route.provider.model(),
+            &r.name,
+            r.provider.kind(),
+            r.provider.model(),
             req.limits.total,
         )
-    }
-}
-
-/// The routes to try, in order: config order for a first attempt; after a failure, the
-/// routes after the failed one (wrapping), and the failed route itself last.
-fn candidates(n: usize, last: Option<usize>) -> Vec<usize> {
-    match last {
-        None => (0..n).collect(),
-        Some(l) => ((l + 1)..n).chain(0..l).chain([l]).collect(),
-    }
-}
-
-/// Chooses a route that admits calls and takes one of its permits; waits count against
-/// the review budget (and the hunk budget once the unit has started).
-async fn acquire(
-    sh: &Shared<'_>,
-    index: usize,
-    work: &UnitInfo,
-    last: Option<&LastFailure>,
-    hunk_deadline: Option<Instant>,
-) -> Result<Slot, Stop> {
-    let started = hunk_deadline.is_some();
-    let wait_until = match hunk_deadline {
-        Some(h) => h.min(sh.review_deadline),
-        None => sh.review_deadline,
-    };
-    let mut announced = false;
-    let mut waited_for_open_routes = false;
-    loop {
-        let notified = sh.changed.notified();
-        tokio::pin!(notified);
-        notified.as_mut().enable();
-        if sh.cancel.is_cancelled() {
-            return Err(if started {
-                cancelled(sh)
-            } else if waited_for_open_routes {
-                all_open()
-            } else {
-                not_started(sh)
-            });
-        }
-        let now = Instant::now();
-        let order = candidates(sh.routes.len(), last.map(|l| l.route));
-        let choice = order.iter().copied().find(|i| {
-            sh.routes[*i]
-                .breaker
-                .lock()
-                .expect("breaker lock")
-                .would_admit(now)
-        });
-        let Some(idx) = choice else {
-            if last.is_some() || sh.routes.is_empty() {
-                return Err(Stop {
-                    status: UnitStatus::Unavailable,
-                    reason: match last {
-                        Some(l) => {
-                            format!("no route admits calls (breakers open) after {}", l.reason)
-                        }
-                        None => "no routes are configured".into(),
-                    },
-                });
-            }
-            // A first attempt waits for a breaker to half-open, within the budgets.
-            let reopen = sh
-                .routes
-                .iter()
-                .filter_map(|rt| rt.breaker.lock().expect("breaker lock").reopens_at())
-                .min();
-            let Some(reopen) = reopen else {
-                return Err(Stop {
-                    status: UnitStatus::Unavailable,
-                    reason: "every route is forced open (auth or invalid model)".into(),
-                });
-            };
-            waited_for_open_routes = true;
-            tokio::select! {
-                biased;
-                _ = sh.cancel.cancelled() => {}
-                _ = &mut notified => {}
-                _ = sleep_until(reopen.min(wait_until)) => {}
-            }
-            if Instant::now() >= wait_until && !sh.cancel.is_cancelled() {
-                return Err(all_open());
-            }
-            continue;
-        };
-        let route = &sh.routes[idx];
-        for skipped in order.iter().take_while(|i| **i != idx) {
-            let state = sh.routes[*skipped]
-                .breaker
-                .lock()
-                .expect("breaker lock")
-                .state();
-            sh.sink.emit(Event::RouteSkipped {
-                unit: index,
-                route: sh.routes[*skipped].name.clone(),
-                breaker: state,
-            });
-        }
-        // While waiting for this route's permit, wake when a route preferred to it
-        // half-opens, so the unit can go back to it as a probe.
-        let preferred_reopen = order
-            .iter()
-            .take_while(|i| **i != idx)
-            .filter_map(|i| {
-                sh.routes[*i]
-                    .breaker
-                    .lock()
-                    .expect("breaker lock")
-                    .reopens_at()
-            })
-            .min()
-            .unwrap_or(wait_until);
-        let mut reason = AttemptReason::First;
-        if let Some(l) = last {
-            if idx == l.route {
-                // Same route: honour a Retry-After only if it leaves half the hunk budget.
-                let wait = l.retry_after.unwrap_or(Duration::ZERO);
-                let hunk_remaining = wait_until.saturating_duration_since(now);
-                if !wait.is_zero()
-                    && !retry::retry_after_fits(wait, hunk_remaining, sh.exec.hunk_budget)
-                {
-                    return Err(Stop {
-                        status: UnitStatus::Unavailable,
-                        reason: format!(
-                            "rate limited with Retry-After {wait:?}, more than the hunk budget allows ({hunk_remaining:?} left), and no other route admits calls"
-                        ),
-                    });
-                }
-                if !announced {
-                    sh.sink.emit(Event::Retry {
-                        unit: index,
-                        route: route.name.clone(),
-                        reason: l.reason.clone(),
-                        wait,
-                    });
-                }
-                if !wait.is_zero() && !announced {
-                    tokio::select! {
-                        biased;
-                        _ = sh.cancel.cancelled() => continue,
-                        _ = tokio::time::sleep(wait) => {}
-                    }
-                }
-                reason = AttemptReason::Retry {
-                    after: l.reason.clone(),
-                };
-            } else {
-                if !announced {
-                    sh.sink.emit(Event::Failover {
-                        unit: index,
-                        from: sh.routes[l.route].name.clone(),
-                        to: route.name.clone(),
-                        reason: l.reason.clone(),
-                    });
-                }
-                reason = AttemptReason::Failover {
-                    from: sh.routes[l.route].name.clone(),
-                    after: l.reason.clone(),
-                };
-            }
-            announced = true;
-        }
-        let permit = tokio::select! {
-            biased;
-            _ = sh.cancel.cancelled() => continue,
-            p = route.permits.clone().acquire_owned() => p.expect("semaphores are never closed"),
-            _ = &mut notified => continue,
-            _ = sleep_until(preferred_reopen), if preferred_reopen < wait_until => continue,
-            _ = sleep_until(wait_until) => {
-                return Err(if started {
-                    Stop { status: UnitStatus::TimedOut, reason: "the hunk budget ran out waiting for a route's concurrency permit".into() }
-                } else {
-                    not_started(sh)
-                });
-            }
-        };
-        if sh.cancel.is_cancelled() {
-            continue; // reported at the top of the loop
-        }
-        let now = Instant::now();
-        if work.optional && !started && sh.review_remaining(now) < sh.exec.hunk_budget {
-            return Err(Stop {
-                status: UnitStatus::Skipped,
-                reason: "optional work shed: less than one hunk budget of review time left".into(),
-            });
-        }
-        if let Some(h) = hunk_deadline {
-            let left = h.saturating_duration_since(now);
-            if left < sh.exec.hunk_budget / 2 {
-                return Err(Stop {
-                    status: UnitStatus::TimedOut,
-                    reason: format!(
-                        "less than half the hunk budget left ({left:?}) after waiting for a permit"
-                    ),
-                });
-            }
-        }
-        let (admission, transition, state) = {
-            let mut b = route.breaker.lock().expect("breaker lock");
-            let (a, t) = b.admit(now);
-            (a, t, b.state())
-        };
-        if let Some(t) = transition {
-            announce(sh, &route.name, t);
-        }
-        match admission {
-            Admission::No => {
-                drop(permit);
-                continue;
-            }
-            a => {
-                return Ok(Slot {
-                    route: idx,
-                    permit,
-                    probe: a == Admission::Probe,
-                    breaker: state,
-                    reason,
-                });
-            }
-        }
-    }
-}
-
-fn all_open() -> Stop {
-    Stop {
-        status: UnitStatus::Unavailable,
-        reason: "every route's breaker stayed open until the budget ran out".into(),
     }
 }

@@ -419,3 +419,84 @@ async fn an_interrupt_cancels_in_flight_attempts_and_keeps_findings() {
     assert_eq!(r.units[0].findings.len(), 1);
     assert!(r.units[1].reason.contains("interrupted"));
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_unit_whose_last_attempt_is_cut_by_the_review_budget_is_cancelled_not_unavailable() {
+    // The review budget (100 s) is shorter than the request deadline (120 s): the attempt's
+    // deadline is the review's, and its timeout at 100 s is the budget running out.
+    for max_attempts in [1, 2] {
+        let a = Scripted::always("a", Step::Hang);
+        let mut e = exec();
+        e.review_budget = S(100);
+        e.max_attempts = max_attempts;
+        let (r, _) = run_with(vec![(a.clone(), 1)], e, units(1)).await;
+        let u = &r.units[0];
+        assert_eq!(u.status, UnitStatus::Cancelled, "max {max_attempts}: {u:?}");
+        assert!(u.reason.contains("review budget"), "{}", u.reason);
+        assert_eq!(u.attempts.len(), 1, "no attempt starts with no budget left");
+        assert_eq!(u.attempts[0].record.outcome, Outcome::Cancelled);
+        assert_eq!(a.calls(), 1);
+        assert!(r.budget_expired);
+        assert_eq!(r.elapsed, S(100));
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn absurd_budgets_saturate_instead_of_overflowing_the_clock() {
+    // Durations a library caller can pass without the config's 7-day cap.
+    let a = Scripted::always("a", Step::Fail(S(1), Outcome::Unavailable));
+    let b = Scripted::always("b", Step::Ok(S(1), 1));
+    let mut e = exec();
+    e.review_budget = Duration::MAX;
+    e.hunk_budget = Duration::MAX;
+    e.breaker.open_for = Duration::MAX;
+    e.breaker.window = Duration::MAX;
+    e.breaker.min_calls = 1;
+    let (r, _) = run_with(vec![(a, 1), (b, 1)], e, units(3)).await;
+    assert!(statuses(&r).iter().all(|s| *s == UnitStatus::Reviewed));
+    assert_eq!(r.routes["a"].breaker, BreakerState::Open);
+    assert!(!r.budget_expired);
+}
+
+/// Answers even units from "memory", as a result cache would.
+struct EvenUnits;
+
+impl warden::engine::Answerer for EvenUnits {
+    fn answer(
+        &self,
+        unit: usize,
+        _info: &warden::engine::UnitInfo,
+    ) -> Option<warden::engine::UnitResult> {
+        unit.is_multiple_of(2).then(|| warden::engine::UnitResult {
+            unit,
+            status: UnitStatus::Reviewed,
+            route: None,
+            reason: "answered before dispatch".into(),
+            attempts: vec![],
+            routes_tried: vec![],
+            moves: vec![],
+            findings: vec![],
+            dropped_findings: 0,
+        })
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_answerer_ends_units_before_dispatch_without_a_request() {
+    let a = Scripted::always("a", Step::Ok(S(1), 1));
+    let engine = Engine::new(
+        vec![EngineRoute {
+            provider: a.clone() as Arc<dyn Provider>,
+            max_concurrency: 1,
+        }],
+        exec(),
+        Sink::none(),
+    )
+    .with_answerer(Arc::new(EvenUnits));
+    let r = engine.run(units(5), CancellationToken::new()).await;
+    assert!(statuses(&r).iter().all(|s| *s == UnitStatus::Reviewed));
+    assert_eq!(a.calls(), 2, "only the odd units were sent");
+    assert_eq!(r.units[2].reason, "answered before dispatch");
+    assert_eq!(r.units[1].findings.len(), 1);
+    assert_eq!(r.elapsed, S(2));
+}

@@ -144,3 +144,39 @@ fn skill_file_without_front_matter() {
 fn unknown_flag_value() {
     fails_with(repo().warden(&["plan", "--format", "xml"]), &["--format"]);
 }
+
+#[test]
+fn absurd_durations_are_refused_naming_the_key_or_flag_not_a_panic() {
+    let r = repo();
+    for (section, key) in [
+        ("execution", "reviewBudget"),
+        ("execution", "hunkBudget"),
+        ("execution", "requestTimeout"),
+        ("execution.breaker", "openFor"),
+        ("execution.breaker", "window"),
+    ] {
+        r.config(&format!(
+            "version = 1\n[{section}]\n{key} = \"18446744073709551615s\"\n[[routes]]\nname = \"sim\"\nprovider = \"sim\"\n"
+        ));
+        fails_with(
+            r.warden(&["review", "--json"]),
+            &["warden.toml:3:", &format!("{section}.{key}")],
+        );
+        r.config(&format!(
+            "version = 1\n[{section}]\n{key} = \"8d\"\n[[routes]]\nname = \"sim\"\nprovider = \"sim\"\n"
+        ));
+        fails_with(
+            r.warden(&["review", "--json"]),
+            &[&format!("{section}.{key}"), "7 days"],
+        );
+    }
+    r.config("version = 1\n");
+    fails_with(
+        r.warden(&["review", "--sim", "--budget", "18446744073709551615s"]),
+        &["--budget"],
+    );
+    fails_with(
+        r.warden(&["review", "--sim", "--budget", "8d"]),
+        &["--budget", "7 days"],
+    );
+}

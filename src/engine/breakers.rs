@@ -1,0 +1,99 @@
+//! Breaker state behind a small interface. The engine asks "may route r take a call
+//! now?" and reports what happened; [`LocalBreakers`] answers from one [`Breaker`] per
+//! route in this process. Another store (shared across processes) implements the same
+//! trait.
+
+use super::breaker::{Admission, Breaker, BreakerState, Transition};
+use crate::config::BreakerSettings;
+use crate::provider::Outcome;
+use std::sync::Mutex;
+use std::time::Duration;
+use tokio::time::Instant;
+
+/// A route's breaker figures for the report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BreakerFigures {
+    /// The state now.
+    pub state: BreakerState,
+    /// Times it opened.
+    pub opens: u32,
+    /// Time spent not closed.
+    pub time_open: Duration,
+}
+
+/// The breakers of every route, by route index (failover order).
+pub trait Breakers: Send + Sync {
+    /// Whether `admit` would say yes now, without reserving a probe.
+    fn would_admit(&self, route: usize, now: Instant) -> bool;
+    /// Asks to send one attempt; a half-open breaker reserves a probe slot.
+    fn admit(&self, route: usize, now: Instant) -> (Admission, Option<Transition>);
+    /// Records a finished attempt (`probe`: it was admitted as a probe).
+    fn record(
+        &self,
+        route: usize,
+        now: Instant,
+        outcome: Outcome,
+        probe: bool,
+    ) -> Option<Transition>;
+    /// When an open breaker lets a probe through (None unless open).
+    fn reopens_at(&self, route: usize) -> Option<Instant>;
+    /// The state now.
+    fn state(&self, route: usize) -> BreakerState;
+    /// State, opens and time open, for the report.
+    fn figures(&self, route: usize, now: Instant) -> BreakerFigures;
+}
+
+/// One in-process breaker per route.
+pub struct LocalBreakers(Vec<Mutex<Breaker>>);
+
+impl LocalBreakers {
+    /// `routes` closed breakers with the same settings.
+    pub fn new(routes: usize, cfg: BreakerSettings, now: Instant) -> Self {
+        LocalBreakers(
+            (0..routes)
+                .map(|_| Mutex::new(Breaker::new(cfg, now)))
+                .collect(),
+        )
+    }
+
+    fn get(&self, route: usize) -> std::sync::MutexGuard<'_, Breaker> {
+        self.0[route].lock().expect("breaker lock")
+    }
+}
+
+impl Breakers for LocalBreakers {
+    fn would_admit(&self, route: usize, now: Instant) -> bool {
+        self.get(route).would_admit(now)
+    }
+
+    fn admit(&self, route: usize, now: Instant) -> (Admission, Option<Transition>) {
+        self.get(route).admit(now)
+    }
+
+    fn record(
+        &self,
+        route: usize,
+        now: Instant,
+        outcome: Outcome,
+        probe: bool,
+    ) -> Option<Transition> {
+        self.get(route).record(now, outcome, probe)
+    }
+
+    fn reopens_at(&self, route: usize) -> Option<Instant> {
+        self.get(route).reopens_at()
+    }
+
+    fn state(&self, route: usize) -> BreakerState {
+        self.get(route).state()
+    }
+
+    fn figures(&self, route: usize, now: Instant) -> BreakerFigures {
+        let b = self.get(route);
+        BreakerFigures {
+            state: b.state(),
+            opens: b.opens(),
+            time_open: b.time_open(now),
+        }
+    }
+}

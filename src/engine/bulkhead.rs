@@ -1,0 +1,197 @@
+//! Bulkheads (DESIGN.md rule 7): each route has its own permits, so one slow route cannot
+//! hold permits another route needs. A permit is taken before an attempt and released
+//! when it is dropped (tower's concurrency limit). [`Bulkhead`] is the permit source;
+//! [`LocalBulkhead`] keeps semaphores in this process, another source could share
+//! permits across processes. [`wait_for_permit`] waits for one while watching for a
+//! reason to choose again (a breaker changed, a preferred route half-opens).
+
+use futures_util::future::BoxFuture;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::time::{Instant, sleep_until};
+use tokio_util::sync::CancellationToken;
+
+/// A held permit; dropping it gives it back.
+pub struct Permit(#[allow(dead_code)] Box<dyn Send + Sync>);
+
+impl Permit {
+    /// Wraps whatever releases the permit when dropped.
+    pub fn new(held: impl Send + Sync + 'static) -> Self {
+        Permit(Box::new(held))
+    }
+}
+
+/// Where attempts get their route's permit.
+pub trait Bulkhead: Send + Sync {
+    /// Waits for one of `route`'s permits.
+    fn acquire(&self, route: usize) -> BoxFuture<'_, Permit>;
+    /// The route's cap.
+    fn cap(&self, route: usize) -> usize;
+    /// The most permits of the route held at once so far.
+    fn peak(&self, route: usize) -> usize;
+}
+
+struct LocalRoute {
+    permits: Arc<Semaphore>,
+    cap: usize,
+    held: Arc<AtomicUsize>,
+    peak: Arc<AtomicUsize>,
+}
+
+/// Per-route semaphores in this process.
+pub struct LocalBulkhead(Vec<LocalRoute>);
+
+impl LocalBulkhead {
+    /// One bulkhead per cap (a cap of 0 counts as 1).
+    pub fn new(caps: impl IntoIterator<Item = usize>) -> Self {
+        LocalBulkhead(
+            caps.into_iter()
+                .map(|cap| LocalRoute {
+                    permits: Arc::new(Semaphore::new(cap.max(1))),
+                    cap: cap.max(1),
+                    held: Arc::default(),
+                    peak: Arc::default(),
+                })
+                .collect(),
+        )
+    }
+}
+
+/// Counts the permit as held while it lives.
+struct Held {
+    _permit: OwnedSemaphorePermit,
+    held: Arc<AtomicUsize>,
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        self.held.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+impl Bulkhead for LocalBulkhead {
+    fn acquire(&self, route: usize) -> BoxFuture<'_, Permit> {
+        let r = &self.0[route];
+        Box::pin(async move {
+            let permit = r
+                .permits
+                .clone()
+                .acquire_owned()
+                .await
+                .expect("semaphores are never closed");
+            let now = r.held.fetch_add(1, Ordering::SeqCst) + 1;
+            r.peak.fetch_max(now, Ordering::SeqCst);
+            Permit::new(Held {
+                _permit: permit,
+                held: r.held.clone(),
+            })
+        })
+    }
+
+    fn cap(&self, route: usize) -> usize {
+        self.0[route].cap
+    }
+
+    fn peak(&self, route: usize) -> usize {
+        self.0[route].peak.load(Ordering::SeqCst)
+    }
+}
+
+/// How a wait for a permit ended.
+pub enum Waited {
+    /// The permit.
+    Permit(Permit),
+    /// Something changed (a breaker, a preferred route half-opened, cancellation):
+    /// choose the route again.
+    Rechoose,
+    /// The wait's deadline passed.
+    Expired,
+}
+
+/// What else a wait for a permit watches.
+pub struct Wake<'a, 'n> {
+    /// Breaker transitions (enabled before the route was chosen, so none is missed).
+    pub changed: std::pin::Pin<&'a mut tokio::sync::futures::Notified<'n>>,
+    /// The soonest a route preferred to this one half-opens.
+    pub preferred_reopen: Option<Instant>,
+    /// The end of the wait (hunk or review budget).
+    pub until: Instant,
+    /// Budget expiry or a signal.
+    pub cancel: &'a CancellationToken,
+}
+
+/// Waits for a permit of `route`, or for a reason to choose again, within `wake.until`.
+pub async fn wait_for_permit(bulkhead: &dyn Bulkhead, route: usize, wake: Wake<'_, '_>) -> Waited {
+    let reopen = wake.preferred_reopen.filter(|t| *t < wake.until);
+    tokio::select! {
+        biased;
+        _ = wake.cancel.cancelled() => Waited::Rechoose,
+        p = bulkhead.acquire(route) => Waited::Permit(p),
+        _ = wake.changed => Waited::Rechoose,
+        _ = sleep_until(reopen.unwrap_or(wake.until)), if reopen.is_some() => Waited::Rechoose,
+        _ = sleep_until(wake.until) => Waited::Expired,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+    use tokio::sync::Notify;
+
+    #[tokio::test(start_paused = true)]
+    async fn permits_are_capped_counted_and_released_on_drop() {
+        let b = LocalBulkhead::new([2, 0]);
+        assert_eq!((b.cap(0), b.cap(1)), (2, 1));
+        let p1 = b.acquire(0).await;
+        let _p2 = b.acquire(0).await;
+        let third = tokio::time::timeout(Duration::from_secs(1), b.acquire(0)).await;
+        assert!(third.is_err(), "a third permit waits");
+        drop(p1);
+        let _p3 = tokio::time::timeout(Duration::from_secs(1), b.acquire(0))
+            .await
+            .expect("a dropped permit is given back");
+        assert_eq!(b.peak(0), 2);
+        assert_eq!(b.peak(1), 0);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_wait_wakes_when_a_preferred_route_half_opens() {
+        let b = LocalBulkhead::new([1]);
+        let _busy = b.acquire(0).await;
+        let notify = Notify::new();
+        let cancel = CancellationToken::new();
+        let start = Instant::now();
+        let changed = notify.notified();
+        tokio::pin!(changed);
+        let w = wait_for_permit(
+            &b,
+            0,
+            Wake {
+                changed,
+                preferred_reopen: Some(start + Duration::from_secs(30)),
+                until: start + Duration::from_secs(100),
+                cancel: &cancel,
+            },
+        )
+        .await;
+        assert!(matches!(w, Waited::Rechoose));
+        assert_eq!(start.elapsed(), Duration::from_secs(30));
+        let changed = notify.notified();
+        tokio::pin!(changed);
+        let w = wait_for_permit(
+            &b,
+            0,
+            Wake {
+                changed,
+                preferred_reopen: None,
+                until: start + Duration::from_secs(100),
+                cancel: &cancel,
+            },
+        )
+        .await;
+        assert!(matches!(w, Waited::Expired));
+        assert_eq!(start.elapsed(), Duration::from_secs(100));
+    }
+}

@@ -1,0 +1,156 @@
+//! Which route an attempt goes to (DESIGN.md rule 6): the routes in the order a
+//! [`RouteOrder`] gives, the first whose breaker admits calls. The ordering rule is its
+//! own small trait so another (spillover, least loaded) can replace [`Ordered`] without
+//! touching admission.
+
+use super::breakers::Breakers;
+use tokio::time::Instant;
+
+/// What an ordering rule may look at.
+#[derive(Debug, Clone, Copy)]
+pub struct OrderInput {
+    /// How many routes there are (indices `0..routes`, config order).
+    pub routes: usize,
+    /// The route the unit's last attempt failed on, if any.
+    pub last_failed: Option<usize>,
+}
+
+/// Orders the routes to try.
+pub trait RouteOrder: Send + Sync {
+    /// Route indices, most preferred first.
+    fn order(&self, input: OrderInput) -> Vec<usize>;
+}
+
+/// Rule 6: config order for a first attempt; after a failure, the routes after the failed
+/// one (wrapping), and the failed route itself last.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Ordered;
+
+impl RouteOrder for Ordered {
+    fn order(&self, input: OrderInput) -> Vec<usize> {
+        let n = input.routes;
+        match input.last_failed {
+            None => (0..n).collect(),
+            Some(l) => ((l + 1)..n).chain(0..l).chain([l]).collect(),
+        }
+    }
+}
+
+/// The picker's answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Pick {
+    /// Try this route.
+    Route {
+        /// Its index.
+        route: usize,
+        /// Preferred routes passed over because their breakers do not admit calls.
+        passed_over: Vec<usize>,
+        /// The soonest one of those half-opens (a waiting unit goes back to it).
+        preferred_reopen: Option<Instant>,
+    },
+    /// No route admits calls now; the soonest an open one half-opens (None: every route
+    /// is forced open, or there are no routes).
+    NoneAdmits {
+        /// When an open breaker lets a probe through.
+        reopen: Option<Instant>,
+    },
+}
+
+/// Failover order plus breaker admission.
+pub struct RoutePicker {
+    order: Box<dyn RouteOrder>,
+}
+
+impl Default for RoutePicker {
+    fn default() -> Self {
+        RoutePicker::new(Ordered)
+    }
+}
+
+impl RoutePicker {
+    /// A picker with this ordering rule.
+    pub fn new(order: impl RouteOrder + 'static) -> Self {
+        RoutePicker {
+            order: Box::new(order),
+        }
+    }
+
+    /// The first route in order whose breaker admits calls at `now`.
+    pub fn pick(&self, breakers: &dyn Breakers, input: OrderInput, now: Instant) -> Pick {
+        let order = self.order.order(input);
+        let Some(pos) = order.iter().position(|r| breakers.would_admit(*r, now)) else {
+            return Pick::NoneAdmits {
+                reopen: (0..input.routes)
+                    .filter_map(|r| breakers.reopens_at(r))
+                    .min(),
+            };
+        };
+        let passed_over = order[..pos].to_vec();
+        Pick::Route {
+            route: order[pos],
+            preferred_reopen: passed_over
+                .iter()
+                .filter_map(|r| breakers.reopens_at(*r))
+                .min(),
+            passed_over,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::BreakerSettings;
+    use crate::engine::breakers::LocalBreakers;
+    use crate::provider::Outcome;
+    use std::time::Duration;
+
+    fn input(routes: usize, last_failed: Option<usize>) -> OrderInput {
+        OrderInput {
+            routes,
+            last_failed,
+        }
+    }
+
+    #[test]
+    fn ordered_tries_the_next_routes_then_the_failed_one_last() {
+        assert_eq!(Ordered.order(input(3, None)), [0, 1, 2]);
+        assert_eq!(Ordered.order(input(3, Some(0))), [1, 2, 0]);
+        assert_eq!(Ordered.order(input(3, Some(1))), [2, 0, 1]);
+        assert_eq!(Ordered.order(input(1, Some(0))), [0]);
+        assert!(Ordered.order(input(0, None)).is_empty());
+    }
+
+    #[test]
+    fn open_routes_are_passed_over_and_their_reopen_time_is_known() {
+        let t0 = Instant::now();
+        let cfg = BreakerSettings::default();
+        let b = LocalBreakers::new(3, cfg, t0);
+        for _ in 0..5 {
+            b.record(0, t0, Outcome::Timeout, false);
+        }
+        b.record(1, t0, Outcome::Auth, false);
+        let picker = RoutePicker::default();
+        assert_eq!(
+            picker.pick(&b, input(3, None), t0),
+            Pick::Route {
+                route: 2,
+                passed_over: vec![0, 1],
+                preferred_reopen: Some(t0 + cfg.open_for),
+            }
+        );
+        b.record(2, t0, Outcome::InvalidModel, false);
+        assert_eq!(
+            picker.pick(&b, input(3, None), t0),
+            Pick::NoneAdmits {
+                reopen: Some(t0 + cfg.open_for)
+            }
+        );
+        // After openFor, the open route admits a probe again.
+        let later = t0 + cfg.open_for + Duration::from_secs(1);
+        assert!(matches!(
+            picker.pick(&b, input(3, None), later),
+            Pick::Route { route: 0, .. }
+        ));
+    }
+}
