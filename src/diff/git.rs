@@ -242,7 +242,7 @@ pub(crate) fn is_dirty(repo: &Repository) -> Result<bool> {
 }
 
 /// `defaults.defaultBranch`, else `origin/HEAD`, else `main`, else `master`.
-fn find_default_branch<'r>(
+pub(crate) fn find_default_branch<'r>(
     repo: &'r Repository,
     configured: Option<&str>,
 ) -> Result<(String, git2::Commit<'r>)> {
