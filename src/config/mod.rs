@@ -65,6 +65,15 @@ pub fn format_duration(d: Duration) -> String {
 pub fn load(explicit: Option<&Path>, discovery_root: Option<&Path>) -> Result<Settings> {
     let path: PathBuf = match (explicit, discovery_root) {
         (Some(p), _) => {
+            if p.is_dir() {
+                return Err(Error::ConfigFile {
+                    path: p.to_path_buf(),
+                    message: format!(
+                        "is a directory, not a config file: pass the file itself, e.g. -c {}",
+                        p.join(FILE_NAME).display()
+                    ),
+                });
+            }
             if !p.is_file() {
                 return Err(Error::ConfigFile {
                     path: p.to_path_buf(),

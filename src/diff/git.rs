@@ -8,15 +8,37 @@ use git2::{Delta, Diff, DiffFindOptions, DiffOptions, Oid, Patch, Repository, St
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-/// Opens the repository containing `dir`.
+/// Opens the repository containing `dir`. A repository git refuses to open because
+/// another user owns it (`safe.directory`) says so, with the command that trusts it.
 pub fn open_repo(dir: &Path) -> Result<Repository> {
-    Repository::discover(dir).map_err(|_| {
+    Repository::discover(dir).map_err(|e| {
+        if e.code() == git2::ErrorCode::Owner {
+            let top = repo_top(dir);
+            return Error::Git(format!(
+                "{}: git refuses this repository because it is owned by another user (safe.directory); if you trust it, run `git config --global --add safe.directory {}`, or run warden as its owner",
+                top.display(),
+                top.display()
+            ));
+        }
         Error::Git(format!(
             "not a git repository (or any parent up to the root): {}; run warden inside a repository, pass -C DIR, or review a patch with --diff FILE",
             dir.display()
         ))
     })
 }
+
+/// The nearest directory at or above `dir` holding `.git` (else `dir`): the path git's
+/// safe.directory wants.
+fn repo_top(dir: &Path) -> PathBuf {
+    let dir = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
+    dir.ancestors()
+        .find(|d| d.join(".git").exists())
+        .unwrap_or(&dir)
+        .to_path_buf()
+}
+
+/// Said after a failed lookup in a shallow clone: the history may stop short of it.
+const DEEPEN: &str = "fetch more history with `git fetch --deepen=100` (repeat as needed) or all of it with `git fetch --unshallow`";
 
 /// The selected diff plus where its new side can be read from.
 pub struct Selection<'r> {
@@ -108,6 +130,19 @@ pub fn select<'r>(
                     "uncommitted changes (no commits yet)"
                 };
                 (diff, what.to_string(), Some(workdir))
+            } else if head_tree(repo)?.is_none() {
+                // `git init` and nothing committed yet: nothing to review.
+                return Ok(Selection {
+                    diff: DiffSet {
+                        files: Vec::new(),
+                        description: "empty repository (no commits yet)".into(),
+                    },
+                    content: GitContent {
+                        repo,
+                        workdir: None,
+                        blobs: HashMap::new(),
+                    },
+                });
             } else {
                 let (name, base, head) = branch_base(repo, default_branch)?;
                 let diff = tree_diff(repo, &base, &head, &mut opts)?;
@@ -141,11 +176,7 @@ pub(crate) fn range<'r>(
     }
     let mb = repo
         .merge_base(base_commit.id(), head_commit.id())
-        .map_err(|_| {
-            Error::Git(format!(
-                "`{base}` and `{head}` have no common ancestor: use {base}..{head} to compare the trees directly"
-            ))
-        })?;
+        .map_err(|_| no_merge_base(repo, base, head))?;
     let mb = repo.find_commit(mb).map_err(|e| Error::git(base, e))?;
     Ok((mb, head_commit))
 }
@@ -158,11 +189,9 @@ pub(crate) fn branch_base<'r>(
 ) -> Result<(String, git2::Commit<'r>, git2::Commit<'r>)> {
     let head = commit(repo, "HEAD")?;
     let (name, default) = find_default_branch(repo, default_branch)?;
-    let mb = repo.merge_base(default.id(), head.id()).map_err(|_| {
-        Error::Git(format!(
-            "HEAD has no common ancestor with the default branch `{name}`: pass --base REF"
-        ))
-    })?;
+    let mb = repo
+        .merge_base(default.id(), head.id())
+        .map_err(|_| no_merge_base(repo, &name, "HEAD"))?;
     let base = repo.find_commit(mb).map_err(|e| Error::git(&name, e))?;
     Ok((name, base, head))
 }
@@ -210,6 +239,18 @@ fn head_tree(repo: &Repository) -> Result<Option<git2::Tree<'_>>> {
     }
 }
 
+/// `base` and `head` share no history: in a shallow clone, because it was cut off.
+pub(crate) fn no_merge_base(repo: &Repository, base: &str, head: &str) -> Error {
+    if repo.is_shallow() {
+        return Error::Git(format!(
+            "this is a shallow clone and the merge base of `{base}` and `{head}` is not in its history: {DEEPEN}, or pass --base REF"
+        ));
+    }
+    Error::Git(format!(
+        "`{base}` and `{head}` have no common ancestor: pass --base REF, or use {base}..{head} to compare the trees directly"
+    ))
+}
+
 pub(crate) fn commit<'r>(repo: &'r Repository, spec: &str) -> Result<git2::Commit<'r>> {
     let obj = repo.revparse_single(spec).map_err(|_| {
         if spec == "HEAD" {
@@ -217,6 +258,10 @@ pub(crate) fn commit<'r>(repo: &'r Repository, spec: &str) -> Result<git2::Commi
                 "the repository has no commits yet: commit something, or review uncommitted changes with no target"
                     .into(),
             )
+        } else if repo.is_shallow() {
+            Error::Git(format!(
+                "unknown ref `{spec}`: not a branch, tag or commit in this shallow clone's history: {DEEPEN}, or check `git branch -a`"
+            ))
         } else {
             Error::Git(format!(
                 "unknown ref `{spec}`: not a branch, tag or commit in this repository (check `git branch -a` and `git log`)"
@@ -242,7 +287,7 @@ pub(crate) fn is_dirty(repo: &Repository) -> Result<bool> {
 }
 
 /// `defaults.defaultBranch`, else `origin/HEAD`, else `main`, else `master`.
-pub(crate) fn find_default_branch<'r>(
+fn find_default_branch<'r>(
     repo: &'r Repository,
     configured: Option<&str>,
 ) -> Result<(String, git2::Commit<'r>)> {

@@ -102,17 +102,26 @@ pub(crate) async fn exchange(
         if at >= total_at {
             (
                 Stage::Total,
-                format!("no complete answer within the {:?} deadline", limits.total),
+                format!(
+                    "no complete answer within the {} deadline",
+                    crate::config::format_duration(limits.total)
+                ),
             )
         } else if !ttft {
             (
                 Stage::FirstToken,
-                format!("no token within {:?}", limits.first_token),
+                format!(
+                    "no token within {}",
+                    crate::config::format_duration(limits.first_token)
+                ),
             )
         } else {
             (
                 Stage::Idle,
-                format!("no token for {:?} (idle limit)", limits.idle),
+                format!(
+                    "no token for {} (idle limit)",
+                    crate::config::format_duration(limits.idle)
+                ),
             )
         }
     };
@@ -129,7 +138,10 @@ pub(crate) async fn exchange(
             ex.result = Err(if e.is_timeout() {
                 timeout(
                     Stage::Connect,
-                    format!("could not connect within {:?}", limits.connect),
+                    format!(
+                        "could not connect within {}",
+                        crate::config::format_duration(limits.connect)
+                    ),
                 )
             } else if e.is_connect() {
                 Failure::new(

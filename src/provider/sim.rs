@@ -199,12 +199,18 @@ impl SimProvider {
             if at >= limits.total {
                 timeout(
                     Stage::Total,
-                    format!("no complete answer within the {:?} deadline", limits.total),
+                    format!(
+                        "no complete answer within the {} deadline",
+                        crate::config::format_duration(limits.total)
+                    ),
                 )
             } else {
                 timeout(
                     Stage::FirstToken,
-                    format!("no token within {:?}", limits.first_token),
+                    format!(
+                        "no token within {}",
+                        crate::config::format_duration(limits.first_token)
+                    ),
                 )
             }
         };
@@ -245,7 +251,10 @@ impl SimProvider {
                     record.http_status = Some(502);
                     Err(Failure::new(
                         Outcome::Unavailable,
-                        format!("502 provider error after {at:?} (sim)"),
+                        format!(
+                            "502 provider error after {} (sim)",
+                            crate::config::format_duration(at)
+                        ),
                     ))
                 }
             }
@@ -262,7 +271,10 @@ impl SimProvider {
                     record.ttft = Some(ttft);
                     Err(timeout(
                         Stage::Total,
-                        format!("no complete answer within the {:?} deadline", limits.total),
+                        format!(
+                            "no complete answer within the {} deadline",
+                            crate::config::format_duration(limits.total)
+                        ),
                     ))
                 } else {
                     tokio::time::sleep(total).await;

@@ -197,7 +197,8 @@ impl Progress {
                     reason,
                     wait,
                 } => Some(format!(
-                    "unit {unit} retries {route} in {wait:?} after {reason}"
+                    "unit {unit} retries {route} in {} after {reason}",
+                    crate::config::format_duration(*wait)
                 )),
                 Event::BudgetExpired { in_flight } => Some(format!(
                     "review budget ran out: cancelling {in_flight} attempts in flight"

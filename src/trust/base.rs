@@ -72,6 +72,11 @@ pub(crate) fn sides<'r>(
             base: head(repo)?,
             new: NewSide::WorkDir,
         },
+        // An empty repository (nothing committed): an empty base, nothing to review.
+        Target::Default if head(repo)?.is_none() => Sides {
+            base: None,
+            new: NewSide::WorkDir,
+        },
         Target::Default => {
             let (_, base, head) = branch_base(repo, default_branch)?;
             Sides {

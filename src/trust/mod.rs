@@ -20,7 +20,6 @@ pub use report::{ConfigFrom, SkillSource, SkillUse, TrustReport, skill_uses, ski
 
 use crate::config::{self, Settings};
 use crate::diff::Target;
-use crate::diff::git::{find_default_branch, is_dirty};
 use crate::error::{Error, Result};
 use crate::skills::{self, Catalog, SkillFiles};
 use git2::{Commit, Repository};
@@ -34,8 +33,6 @@ const STEERING: &[&str] = &[
     ".agents/skills",
     ".claude/skills",
 ];
-
-const NO_BASE: &str = "the tree is clean and no default branch was found without reading the config (tried origin/HEAD, main, master): in CI warden reads warden.toml and skills from the base of the change, so the change's own config cannot name that base; pass --base REF or a range such as origin/BRANCH...HEAD";
 
 /// Whether the environment says this is a CI run: `CI` set, non-empty, and not `false` or
 /// `0` (GitHub Actions, GitLab CI, Buildkite, CircleCI and most others set `CI=true`).
@@ -121,13 +118,7 @@ pub fn load(repo: Option<&Repository>, req: &Request) -> Result<Loaded> {
     // A clean tree's base depends on the default branch, which the config may name; the
     // config must not choose its own base, so the first look uses the built-in search,
     // and the trusted config's `defaultBranch` (if any) gets one second look.
-    if matches!(req.target, Target::Default)
-        && !is_dirty(repo)?
-        && find_default_branch(repo, None).is_err()
-    {
-        return Err(Error::Git(NO_BASE.into()));
-    }
-    let first = base::sides(repo, req.target, None)?;
+    let first = base::sides(repo, req.target, None).map_err(|e| bootstrap_error(req.target, e))?;
     let mut loaded =
         trusted_source(repo, &first, req, &specs, &explicit_rel)?.load(reason.clone())?;
     if matches!(req.target, Target::Default)
@@ -157,6 +148,15 @@ fn trusted_source<'a>(
         explicit_rel,
         patch: false,
     })
+}
+
+fn bootstrap_error(target: &Target, e: Error) -> Error {
+    match target {
+        Target::Default => Error::Git(format!(
+            "{e}\n  (warden reads warden.toml and skills from the base of the change here, and a clean tree's base is its merge-base with the default branch, found without the config: name the base with --base REF or a range such as origin/main...HEAD)"
+        )),
+        _ => e,
+    }
 }
 
 /// A local review: the working tree, as given; the changed steering files are listed for

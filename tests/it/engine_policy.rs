@@ -154,6 +154,10 @@ async fn retry_after_is_slept_on_only_when_it_fits_and_no_other_route_admits() {
         S(1),
         "the engine did not wait on the Retry-After"
     );
+    // Durations read as people write them, not as Debug prints them ("200s", "299s").
+    let why = &r.units[0].reason;
+    assert!(why.contains("Retry-After 3m20s"), "{why}");
+    assert!(why.contains("(4m59s left)"), "{why}");
 
     // Another route admits calls: fail over at once instead of sleeping.
     let a = Scripted::always("a", Step::RateLimited(S(1), S(30)));

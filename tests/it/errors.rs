@@ -180,3 +180,116 @@ fn absurd_durations_are_refused_naming_the_key_or_flag_not_a_panic() {
         &["--budget", "7 days"],
     );
 }
+
+#[test]
+fn dash_c_with_a_directory_says_it_is_one() {
+    let r = repo();
+    std::fs::create_dir(r.path().join("conf")).unwrap();
+    fails_with(
+        r.warden(&["plan", "-c", "conf"]),
+        &["conf", "is a directory", "conf/warden.toml"],
+    );
+}
+
+#[test]
+fn a_shallow_clone_without_the_base_says_how_to_fetch_it() {
+    let origin = Repo::new();
+    origin
+        .write("src/a.rs", source_lines(3, "a"))
+        .commit_all("one");
+    origin
+        .write("src/a.rs", source_lines(4, "a"))
+        .commit_all("two");
+    origin.git(&["checkout", "-q", "-b", "topic"]);
+    origin
+        .write("src/b.rs", source_lines(2, "b"))
+        .commit_all("topic");
+    origin.git(&["checkout", "-q", "main"]);
+    origin
+        .write("src/c.rs", source_lines(2, "c"))
+        .commit_all("main moves");
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("file://{}", origin.path().display());
+    let clone = dir.path().join("clone");
+    let out = std::process::Command::new("git")
+        .args([
+            "clone",
+            "-q",
+            "--depth",
+            "1",
+            "--no-single-branch",
+            "-b",
+            "topic",
+        ])
+        .arg(&url)
+        .arg(&clone)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let run = |args: &[&str]| {
+        let mut cmd = warden();
+        cmd.current_dir(&clone).args(args);
+        cmd
+    };
+    // The default target: the branch against its merge base with origin's default branch.
+    fails_with(
+        run(&["plan"]),
+        &["shallow clone", "git fetch --deepen", "--unshallow"],
+    );
+    fails_with(
+        run(&["plan", "origin/main...HEAD"]),
+        &["shallow clone", "git fetch --deepen", "--unshallow"],
+    );
+    // In CI the config is read from the base too, and says the same.
+    let mut in_ci = run(&["plan"]);
+    in_ci.env("CI", "true");
+    fails_with(
+        in_ci,
+        &["shallow clone", "git fetch --deepen", "--unshallow"],
+    );
+    // A parent the clone does not have.
+    fails_with(
+        run(&["plan", "HEAD~1..HEAD"]),
+        &["HEAD~1", "shallow clone", "--unshallow"],
+    );
+}
+
+#[cfg(unix)]
+#[test]
+fn a_repository_owned_by_another_user_names_safe_directory() {
+    // Only root can hand a directory to another user; everyone else checks nothing here.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("not root: cannot create a repository owned by another user");
+        return;
+    }
+    let r = repo();
+    let status = std::process::Command::new("chown")
+        .args(["-R", "12345:12345"])
+        .arg(r.path())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let home = tempfile::tempdir().unwrap();
+    let mut cmd = r.warden(&["plan"]);
+    cmd.env("HOME", home.path());
+    fails_with(
+        cmd,
+        &[
+            "owned by another user",
+            "safe.directory",
+            "git config --global --add safe.directory",
+        ],
+    );
+    let out = r
+        .warden(&["plan"])
+        .env("HOME", home.path())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("not a git repository"), "{err}");
+}

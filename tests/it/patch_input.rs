@@ -6,23 +6,6 @@ use crate::support::patch::*;
 use crate::support::*;
 use warden::diff::ChangeStatus;
 
-fn plan_patch(dir: &std::path::Path, patch: &[u8], extra: &[&str]) -> serde_json::Value {
-    std::fs::write(dir.join("in.diff"), patch).unwrap();
-    let out = warden()
-        .current_dir(dir)
-        .args(["plan", "--json", "--diff", "in.diff"])
-        .args(extra)
-        .output()
-        .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
-}
-
 fn refused(dir: &std::path::Path, patch: &[u8]) -> String {
     std::fs::write(dir.join("in.diff"), patch).unwrap();
     let out = warden()

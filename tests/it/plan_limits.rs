@@ -2,26 +2,18 @@
 //! than a chunk, the changed-lines cap filling with what still fits, relevance of tests
 //! and scripts, and files with nothing to review.
 
+use crate::support::patch::plan_patch;
 use crate::support::*;
 use serde_json::Value;
 
 fn plan_diff(dir: &std::path::Path, patch: &[u8], config: Option<&str>) -> Value {
-    std::fs::write(dir.join("in.diff"), patch).unwrap();
-    let mut cmd = warden();
-    cmd.current_dir(dir)
-        .args(["plan", "--json", "--diff", "in.diff"]);
-    if let Some(c) = config {
-        std::fs::write(dir.join("limits.toml"), c).unwrap();
-        cmd.args(["-c", "limits.toml"]);
+    match config {
+        Some(c) => {
+            std::fs::write(dir.join("limits.toml"), c).unwrap();
+            plan_patch(dir, patch, &["-c", "limits.toml"])
+        }
+        None => plan_patch(dir, patch, &[]),
     }
-    let out = cmd.output().unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
 }
 
 fn max_prompt(plan: &Value) -> u64 {

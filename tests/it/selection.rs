@@ -200,6 +200,33 @@ fn an_empty_diff_is_an_empty_plan() {
 }
 
 #[test]
+fn an_empty_repository_is_an_empty_plan() {
+    let r = Repo::new();
+    let plan = r.plan(&[]);
+    assert_eq!(plan["totals"]["filesInDiff"], 0);
+    assert_eq!(plan["units"].as_array().unwrap().len(), 0);
+    assert!(
+        plan["target"].as_str().unwrap().contains("no commits"),
+        "{plan}"
+    );
+    // In CI too, where the config is read from the (empty) base.
+    let out = r
+        .warden(&["plan", "--json"])
+        .env("CI", "true")
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // Files written but not committed are uncommitted changes, as before.
+    r.write("src/a.rs", source_lines(2, "a"));
+    assert_eq!(paths(&r.plan(&[])["files"]), ["src/a.rs"]);
+}
+
+#[test]
 fn a_patch_file_needs_no_repository() {
     let dir = tempfile::tempdir().unwrap();
     let diff = "diff --git a/src/a.rs b/src/a.rs\n--- a/src/a.rs\n+++ b/src/a.rs\n@@ -1,2 +1,3 @@\n fn a() {\n+    call();\n }\n";

@@ -736,30 +736,3 @@ fn a_broken_base_config_is_a_clear_error_naming_the_commit() {
         "{err}"
     );
 }
-
-#[test]
-fn ci_on_a_clean_tree_without_a_default_branch_says_how_to_name_the_base() {
-    let repo = Repo::new();
-    repo.git(&["checkout", "-q", "-b", "trunk"]);
-    // The config would name the branch, but it is the change's config that would say so.
-    repo.config("version = 1\n[defaults]\ndefaultBranch = \"trunk\"\n")
-        .write("a.py", "x = 1\n")
-        .commit_all("base");
-    repo.git(&["checkout", "-q", "-b", "topic"]);
-    repo.write("a.py", "x = 2\n").commit_all("change");
-    let (code, _, err) = run(&repo, &["plan"], &[("CI", "true")]);
-    assert_eq!(code, 2, "{err}");
-    assert!(
-        err.contains("no default branch was found without reading the config")
-            && err.contains("--base REF"),
-        "{err}"
-    );
-    // Naming the base works, and reads the config from it.
-    let (code, out, err) = run(
-        &repo,
-        &["plan", "--json", "--base", "trunk"],
-        &[("CI", "true")],
-    );
-    assert_eq!(code, 0, "{err}");
-    assert!(out.contains("a.py"), "{out}");
-}

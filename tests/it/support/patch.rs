@@ -6,6 +6,25 @@ use std::path::Path;
 use std::process::Command;
 use warden::diff::{ChangeStatus, DiffSet};
 
+/// `warden plan --json --diff in.diff ARGS` in `dir` with `patch` as in.diff, asserting
+/// success, parsed.
+pub fn plan_patch(dir: &Path, patch: &[u8], args: &[&str]) -> serde_json::Value {
+    std::fs::write(dir.join("in.diff"), patch).unwrap();
+    let out = super::warden()
+        .current_dir(dir)
+        .args(["plan", "--json", "--diff", "in.diff"])
+        .args(args)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
 /// Two directory trees, `a/` (old) and `b/` (new), in a temp dir.
 pub struct Trees {
     dir: tempfile::TempDir,
