@@ -87,14 +87,7 @@ impl Repo {
     pub fn plan(&self, args: &[&str]) -> Value {
         let mut full = vec!["plan", "--json"];
         full.extend_from_slice(args);
-        let out = self.warden(&full).output().unwrap();
-        assert_eq!(
-            out.status.code(),
-            Some(0),
-            "warden {full:?} failed:\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        serde_json::from_slice(&out.stdout).expect("plan JSON")
+        plan_json(self.warden(&full))
     }
 
     /// Added and removed lines per path according to `git diff --numstat ARGS` (binary
@@ -121,6 +114,18 @@ impl Repo {
         }
         rows
     }
+}
+
+/// Runs a `warden plan --json …` command, asserting it succeeds; its plan, parsed.
+pub fn plan_json(mut cmd: Command) -> Value {
+    let out = cmd.output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "warden failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("plan JSON")
 }
 
 /// The warden binary with an environment that cannot leak from the developer's shell.

@@ -10,19 +10,11 @@ use warden::diff::{ChangeStatus, DiffSet};
 /// success, parsed.
 pub fn plan_patch(dir: &Path, patch: &[u8], args: &[&str]) -> serde_json::Value {
     std::fs::write(dir.join("in.diff"), patch).unwrap();
-    let out = super::warden()
-        .current_dir(dir)
+    let mut cmd = super::warden();
+    cmd.current_dir(dir)
         .args(["plan", "--json", "--diff", "in.diff"])
-        .args(args)
-        .output()
-        .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
+        .args(args);
+    super::plan_json(cmd)
 }
 
 /// Two directory trees, `a/` (old) and `b/` (new), in a temp dir.
