@@ -225,6 +225,7 @@ fn parse_budget(s: &str) -> Result<Duration, String> {
 impl Selection {
     /// The selection as the library takes it: flags combined into one target.
     pub fn resolve(&self) -> crate::Result<prepare::Selection> {
+        let ci = crate::trust::ci_from_env();
         Ok(prepare::Selection {
             target: Target::from_args(
                 self.target.as_deref(),
@@ -236,13 +237,27 @@ impl Selection {
             dir: prepare::start_dir(self.dir.as_deref())?,
             config: self.config.clone(),
             skills: self.skills.clone(),
-            ci: crate::trust::ci_from_env(),
+            ci,
+            event: if ci {
+                prepare::run_event_from_env()
+            } else {
+                None
+            },
             trust_head_config: self.trust_head_config,
+            overrides: Overrides::default(),
         })
     }
 }
 
 impl ReviewArgs {
+    /// The selection, with the settings these flags override.
+    pub fn resolve(&self) -> crate::Result<prepare::Selection> {
+        Ok(prepare::Selection {
+            overrides: self.overrides(),
+            ..self.selection.resolve()?
+        })
+    }
+
     /// The report format (`--json` is `--format json`).
     pub fn format(&self) -> ReviewFormat {
         match (self.json, self.format) {

@@ -2,7 +2,7 @@
 //! skills, and build the plan. The command layer says what the user asked for in a
 //! [`Selection`]; nothing here knows about flags.
 
-use crate::config::{self, Settings};
+use crate::config::{self, Overrides, RunEvent, Settings};
 use crate::diff::content::NoContent;
 use crate::diff::target::PatchSource;
 use crate::diff::{self, Target};
@@ -30,6 +30,10 @@ pub struct Selection {
     pub ci: bool,
     /// `--trust-head-config`: read them from the working tree even in CI or for a range.
     pub trust_head_config: bool,
+    /// The CI event (Warden's `[[triggers]]` react to it); None: a local run.
+    pub event: Option<RunEvent>,
+    /// Settings given on the command line; they win over the file.
+    pub overrides: Overrides,
 }
 
 /// Everything a run needs before any model is called.
@@ -51,6 +55,20 @@ pub struct Prepared {
 
 fn env_var(name: &str) -> Option<String> {
     std::env::var(name).ok()
+}
+
+/// The GitHub Actions event of this run: `GITHUB_EVENT_NAME`, and the `action` of the
+/// payload at `GITHUB_EVENT_PATH` when it has one. None outside GitHub Actions.
+pub fn run_event_from_env() -> Option<RunEvent> {
+    let name = env_var("GITHUB_EVENT_NAME").filter(|n| !n.trim().is_empty())?;
+    let action = env_var("GITHUB_EVENT_PATH")
+        .and_then(|p| std::fs::read(p).ok())
+        .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+        .and_then(|v| v.get("action")?.as_str().map(str::to_string));
+    Some(RunEvent {
+        name: name.trim().to_string(),
+        action,
+    })
 }
 
 /// The directory warden runs in: `dir` if given (it must exist), else the current one.
@@ -79,7 +97,8 @@ pub fn load(
     requested: &[String],
 ) -> Result<(Settings, skills::Catalog, Vec<ActiveSkill>)> {
     let settings = config::load(explicit, root)?;
-    let catalog = skills::discover(root)?;
+    let mut catalog = skills::discover(root)?;
+    skills::add_inline(&mut catalog, &settings);
     let active = skills::select(&catalog, &settings, requested)?;
     Ok((settings, catalog, active))
 }
@@ -108,7 +127,7 @@ pub fn prepare(sel: &Selection) -> Result<Prepared> {
             .collect();
         let loaded = trust::load(repo.as_ref(), &request(&touched))?;
         let vcs = Vcs::discover(repo.as_ref(), None, &env_var);
-        return finish(loaded, &sel.skills, vcs, |settings, active| {
+        return finish(loaded, sel, vcs, |settings, active| {
             Ok(plan::build(&diff, &NoContent, settings, active))
         });
     }
@@ -119,7 +138,7 @@ pub fn prepare(sel: &Selection) -> Result<Prepared> {
         _ => None,
     };
     let vcs = Vcs::discover(Some(&repo), head, &env_var);
-    finish(loaded, &sel.skills, vcs, |settings, active| {
+    finish(loaded, sel, vcs, |settings, active| {
         let selection = diff::git::select(&repo, &sel.target, settings.default_branch.as_deref())?;
         Ok(plan::build(
             &selection.diff,
@@ -131,13 +150,22 @@ pub fn prepare(sel: &Selection) -> Result<Prepared> {
 }
 
 /// Selects the skills and builds the plan with `build`.
+/// Applies the command line's overrides (policy is resolved once, after them), selects
+/// the skills and builds the plan with `build`.
 fn finish(
-    loaded: trust::Loaded,
-    requested: &[String],
+    mut loaded: trust::Loaded,
+    sel: &Selection,
     vcs: Option<Vcs>,
     build: impl FnOnce(&Settings, &[ActiveSkill]) -> Result<Plan>,
 ) -> Result<Prepared> {
-    let active = skills::select(&loaded.catalog, &loaded.settings, requested)?;
+    loaded.settings.apply(&sel.overrides)?;
+    skills::add_inline(&mut loaded.catalog, &loaded.settings);
+    let active = skills::select_for(
+        &loaded.catalog,
+        &loaded.settings,
+        &sel.skills,
+        sel.event.as_ref(),
+    )?;
     let plan = build(&loaded.settings, &active)?;
     let skill_uses = trust::skill_uses(&active, &loaded.catalog, &loaded.trust);
     Ok(Prepared {

@@ -82,10 +82,12 @@ pub async fn run(input: ReviewInput, sink: Sink, interrupt: CancellationToken) -
     })));
     let ticker = tokio::spawn(tick(sink.clone()));
     let engine = Engine::new(routes, exec, sink.clone());
-    let work = units(&plan, &skills, settings.chunking.max_context_files);
+    let work = units(&plan, &skills, &settings);
+    let routes: Vec<Vec<usize>> = work.iter().map(|w| w.routes.clone()).collect();
     let mut review = engine.run(work, interrupt.clone()).await;
     let verification = if settings.verification && !interrupt.is_cancelled() {
-        Some(verify_pass(&engine, &plan, &skills, &mut review, interrupt).await)
+        let pass = verify_pass(&engine, &plan, &skills, &routes, &mut review, interrupt);
+        Some(pass.await)
     } else {
         None
     };
@@ -116,19 +118,27 @@ async fn tick(sink: Sink) {
     }
 }
 
-/// The plan's units as engine work, prompts included.
-fn units(plan: &Plan, skills: &[ActiveSkill], context_files: usize) -> Vec<UnitWork> {
+/// The plan's units as engine work: prompts included, and each unit restricted to its
+/// skill's routes (consolidated skills name the same routes; config checks that).
+fn units(plan: &Plan, skills: &[ActiveSkill], settings: &Settings) -> Vec<UnitWork> {
+    let route_index = |name: &String| settings.routes.iter().position(|r| r.name == *name);
     plan.units
         .iter()
         .map(|u| {
-            let unit_skills: Vec<&Skill> = skills
+            let unit_skills: Vec<&ActiveSkill> = u
+                .skills
                 .iter()
-                .filter(|a| u.skills.contains(&a.skill.name))
-                .map(|a| &a.skill)
+                .filter_map(|name| skills.iter().find(|a| a.skill.name == *name))
                 .collect();
+            let prompt_skills: Vec<&Skill> = unit_skills.iter().map(|a| &a.skill).collect();
+            let routes = unit_skills
+                .iter()
+                .find_map(|a| a.config.routes.as_ref())
+                .map(|names| names.iter().filter_map(route_index).collect())
+                .unwrap_or_default();
             UnitWork {
                 index: u.index,
-                prompt: plan.prompt(u, &unit_skills, context_files),
+                prompt: plan.prompt(u, &prompt_skills, settings.chunking.max_context_files),
                 lines: (u.start_line, u.end_line),
                 optional: u.optional,
                 labels: UnitLabels {
@@ -136,6 +146,7 @@ fn units(plan: &Plan, skills: &[ActiveSkill], context_files: usize) -> Vec<UnitW
                     path: u.path.to_string(),
                     priority: u.priority,
                 },
+                routes,
             }
         })
         .collect()
@@ -147,12 +158,13 @@ async fn verify_pass(
     engine: &Engine,
     plan: &Plan,
     skills: &[ActiveSkill],
+    routes: &[Vec<usize>],
     review: &mut EngineReport,
     interrupt: CancellationToken,
 ) -> verify::Pass {
     let skills: Vec<&Skill> = skills.iter().map(|a| &a.skill).collect();
     let (work, checked): (Vec<UnitWork>, Vec<usize>) =
-        verify::units(plan, review, &skills, plan.units.len())
+        verify::units(plan, review, &skills, plan.units.len(), routes)
             .into_iter()
             .unzip();
     let left = review.budget.saturating_sub(review.elapsed);

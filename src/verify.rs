@@ -47,12 +47,15 @@ pub struct Pass {
 }
 
 /// One verification unit per reviewed unit with findings; `first_index` numbers them after
-/// the review's own units. Returns the work and, for each, the review unit it checks.
+/// the review's own units, and each goes to the routes its review unit could use
+/// (`routes[i]` for review unit `i`). Returns the work and, for each, the review unit it
+/// checks.
 pub fn units(
     plan: &Plan,
     review: &EngineReport,
     skills: &[&crate::skills::Skill],
     first_index: usize,
+    routes: &[Vec<usize>],
 ) -> Vec<(UnitWork, usize)> {
     review
         .units
@@ -77,6 +80,7 @@ pub fn units(
                     path: unit.path.to_string(),
                     priority: unit.priority,
                 },
+                routes: routes.get(u.unit).cloned().unwrap_or_default(),
             };
             (work, u.unit)
         })

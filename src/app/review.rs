@@ -15,11 +15,9 @@ use warden::telemetry::{self, Telemetry};
 
 pub(super) fn review_cmd(args: &ReviewArgs) -> Result<i32> {
     setup_color(&args.ui, args.outputs.iter().any(|o| o.format.is_none()));
-    let mut prepared = prepare(&args.selection.resolve()?)?;
-    prepared.settings.apply(&args.overrides())?;
+    let prepared = prepare(&args.resolve()?)?;
     warn(&args.ui, &prepared.settings);
     warn_trust(&args.ui, &prepared.trust);
-    let fail_on = prepared.settings.fail_on;
     let input = ReviewInput {
         routes: review::routes(&prepared.settings)?,
         plan: prepared.plan,
@@ -56,5 +54,5 @@ pub(super) fn review_cmd(args: &ReviewArgs) -> Result<i32> {
     outputs.write(&report)?;
     // Dropping the runtime would wait for the signal listener; it is not needed now.
     runtime.shutdown_background();
-    Ok(signals.code().unwrap_or_else(|| report.exit_code(fail_on)))
+    Ok(signals.code().unwrap_or_else(|| report.exit_code()))
 }

@@ -2,11 +2,15 @@
 //! the rest of warden sees only [`Settings`].
 
 mod overrides;
+mod policy;
 mod raw;
 mod resolve;
+mod routes;
 mod settings;
+mod skills;
 
 pub use overrides::{Overrides, SIM_SCALE};
+pub use policy::Thresholds;
 pub use settings::*;
 
 use crate::error::{Error, Result};

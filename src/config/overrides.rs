@@ -27,20 +27,25 @@ pub struct Overrides {
 }
 
 impl Settings {
-    /// Applies command-line overrides (the simulator first, so `--budget` still wins).
+    /// Applies command-line overrides (the simulator first, so `--budget` still wins). A
+    /// threshold flag applies to every skill: it clears the skills' own values.
     pub fn apply(&mut self, o: &Overrides) -> Result<()> {
         if let Some(p) = &o.sim {
             self.use_sim(p)?;
         }
-        if let Some(f) = o.fail_on {
-            self.fail_on = f;
+        let skills: Vec<&mut super::SkillConfig> = self
+            .skills
+            .iter_mut()
+            .chain(self.triggers.iter_mut().map(|t| &mut t.config))
+            .collect();
+        for sk in skills {
+            sk.fail_on = sk.fail_on.filter(|_| o.fail_on.is_none());
+            sk.report_on = sk.report_on.filter(|_| o.report_on.is_none());
+            sk.min_confidence = sk.min_confidence.filter(|_| o.min_confidence.is_none());
         }
-        if let Some(r) = o.report_on {
-            self.report_on = r;
-        }
-        if let Some(c) = o.min_confidence {
-            self.min_confidence = c;
-        }
+        self.fail_on = o.fail_on.unwrap_or(self.fail_on);
+        self.report_on = o.report_on.unwrap_or(self.report_on);
+        self.min_confidence = o.min_confidence.unwrap_or(self.min_confidence);
         if let Some(b) = o.budget {
             self.execution.review_budget = b;
         }
@@ -57,6 +62,10 @@ impl Settings {
             )));
         }
         let scale = f64::from(SIM_SCALE);
+        // The simulator replaces every route, so skills' route restrictions go too.
+        for sk in self.skills.iter_mut().chain(self.triggers.iter_mut().map(|t| &mut t.config)) {
+            sk.routes = None;
+        }
         self.routes = vec![
             Route::sim("sim-primary", profile, scale, 1, 4),
             Route::sim("sim-fallback", "healthy", scale, 2, 4),

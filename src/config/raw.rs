@@ -22,6 +22,9 @@ pub(crate) struct RawConfig {
     pub execution: RawExecution,
     #[serde(default)]
     pub routes: Vec<RawRoute>,
+    /// Warden's earlier layout: `[[triggers]]` name the skills to run.
+    #[serde(default)]
+    pub triggers: Vec<RawTrigger>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -37,10 +40,32 @@ pub(crate) struct RawDefaults {
     pub model: Option<S<String>>,
     pub agent: Option<RawAgent>,
     pub verification: Option<RawVerification>,
+    /// Warden's earlier layout: thresholds under `[defaults.output]`.
+    pub output: Option<RawOutput>,
+    /// Warden's earlier layout: include/exclude globs for every skill.
+    pub filters: Option<RawFilters>,
     #[serde(default)]
     pub scan: RawScan,
     #[serde(default)]
     pub chunking: RawChunking,
+}
+
+/// `[defaults.output]` / `[triggers.output]` of Warden's earlier layout.
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct RawOutput {
+    pub fail_on: Option<S<String>>,
+    /// The lowest severity shown: our `reportOn`.
+    pub comment_on: Option<S<String>>,
+    pub max_findings: Option<u32>,
+}
+
+/// `[defaults.filters]` / `[triggers.filters]` of Warden's earlier layout.
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct RawFilters {
+    pub paths: Option<S<Vec<String>>>,
+    pub ignore_paths: Option<S<Vec<String>>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -70,6 +95,8 @@ pub(crate) struct RawScan {
 #[derive(Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct RawChunking {
+    /// Warden's chunking switch: `false` reviews whole files.
+    pub enabled: Option<bool>,
     pub file_patterns: Option<Vec<RawFilePattern>>,
     #[serde(default)]
     pub coalesce: RawCoalesce,
@@ -101,15 +128,34 @@ pub(crate) struct RawSkill {
     pub report_on: Option<S<String>>,
     pub min_confidence: Option<S<String>>,
     pub max_findings: Option<u32>,
-    pub model: Option<String>,
+    /// Warden's per-skill model: warned about (routes choose models here).
+    pub model: Option<S<String>>,
+    /// The routes this skill may use, in order.
+    pub routes: Option<S<Vec<String>>>,
     /// Skills marked `consolidate = true` share one request per chunk.
     pub consolidate: Option<bool>,
     pub remote: Option<String>,
-    pub triggers: Option<Vec<RawTrigger>>,
+    pub triggers: Option<Vec<RawSkillTrigger>>,
+    /// Warden's earlier layout: an inline skill defined in the config.
+    pub description: Option<String>,
+    pub prompt: Option<S<String>>,
 }
 
+/// `[[triggers]]` of Warden's earlier layout: run `skill` on `event` with `actions`.
 #[derive(Debug, Deserialize)]
 pub(crate) struct RawTrigger {
+    pub name: Option<String>,
+    pub event: Option<S<String>>,
+    pub actions: Option<Vec<String>>,
+    pub skill: S<String>,
+    pub filters: Option<RawFilters>,
+    pub output: Option<RawOutput>,
+    pub model: Option<S<String>>,
+}
+
+/// `[[skills.triggers]]` of the newer layout.
+#[derive(Debug, Deserialize)]
+pub(crate) struct RawSkillTrigger {
     #[serde(rename = "type")]
     pub kind: Option<String>,
     /// Warden's GitHub event filters: parsed so they do not warn twice; unused.

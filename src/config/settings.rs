@@ -22,8 +22,15 @@ pub struct Settings {
     pub verification: bool,
     pub scan: ScanLimits,
     pub chunking: Chunking,
-    /// `[[skills]]` entries in file order; empty means "the default skills".
+    /// `[[skills]]` entries in file order; empty means "the triggers' skills, else the
+    /// default skills".
     pub skills: Vec<SkillConfig>,
+    /// Warden's earlier layout: `[[triggers]]`, whose skills run when `[[skills]]` names none.
+    pub triggers: Vec<Trigger>,
+    /// Skills defined in the config itself (`[[skills]] prompt = …`).
+    pub inline_skills: Vec<InlineSkill>,
+    /// `[defaults.filters] paths`: files every skill without its own `paths` reviews.
+    pub default_paths: Option<PathRules>,
     pub execution: Execution,
     /// Failover order = file order.
     pub routes: Vec<Route>,
@@ -62,6 +69,9 @@ pub struct Chunking {
     pub max_chunk_size: usize,
     pub context_lines: u32,
     pub max_context_files: usize,
+    /// The mode of files no pattern matches (`[defaults.chunking] enabled = false`:
+    /// whole files).
+    pub default_mode: ChunkMode,
 }
 
 #[derive(Debug, Clone)]
@@ -74,9 +84,74 @@ pub struct SkillConfig {
     pub report_on: Option<Severity>,
     pub min_confidence: Option<Confidence>,
     pub max_findings: Option<usize>,
-    pub model: Option<String>,
+    /// The routes this skill may use, in this order (None: every route, in config order).
+    pub routes: Option<Vec<String>>,
     /// Shares one request per chunk with the other consolidated skills.
     pub consolidate: bool,
+}
+
+impl SkillConfig {
+    /// A skill with no settings of its own.
+    pub fn named(name: &str) -> Self {
+        SkillConfig {
+            name: name.to_string(),
+            paths: None,
+            ignore: PathRules::empty(),
+            fail_on: None,
+            report_on: None,
+            min_confidence: None,
+            max_findings: None,
+            routes: None,
+            consolidate: false,
+        }
+    }
+}
+
+/// One `[[triggers]]` entry of Warden's earlier layout: run `config.name` on `event`.
+#[derive(Debug, Clone)]
+pub struct Trigger {
+    /// The trigger's name.
+    pub name: String,
+    /// The GitHub event it reacts to (`pull_request`, `issues`, …); None: any.
+    pub event: Option<String>,
+    /// The event's actions it reacts to; empty: any.
+    pub actions: Vec<String>,
+    /// The skill it runs, with the trigger's filters and output thresholds.
+    pub config: SkillConfig,
+}
+
+/// The CI event a run reacts to (GitHub Actions: `GITHUB_EVENT_NAME` and the payload's
+/// `action`). Locally there is none, and every trigger's skill runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunEvent {
+    /// `pull_request`, `issues`, `schedule`, …
+    pub name: String,
+    /// `opened`, `synchronize`, … when the payload has one.
+    pub action: Option<String>,
+}
+
+impl Trigger {
+    /// Whether the trigger reacts to `event` (None: a local run, where every trigger does).
+    pub fn matches(&self, event: Option<&RunEvent>) -> bool {
+        let Some(e) = event else { return true };
+        let event_ok = self.event.as_deref().is_none_or(|name| name == e.name);
+        let action_ok = self.actions.is_empty()
+            || e.action
+                .as_ref()
+                .is_some_and(|a| self.actions.iter().any(|x| x == a));
+        event_ok && action_ok
+    }
+}
+
+/// A skill defined in the config (`[[skills]] name, description, prompt`).
+#[derive(Debug, Clone)]
+pub struct InlineSkill {
+    /// Its name.
+    pub name: String,
+    /// What it checks.
+    pub description: String,
+    /// Its instructions to the model.
+    pub prompt: String,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -143,7 +218,26 @@ impl Default for SimOptions {
     }
 }
 
+/// The answer's token cap when a route names none.
+pub const DEFAULT_MAX_TOKENS: u32 = 4096;
+
 impl Route {
+    /// A route with every optional setting at its default: the provider's usual key
+    /// variable, streaming, the provider's endpoint, [`DEFAULT_MAX_TOKENS`].
+    pub fn new(name: &str, provider: ProviderKind, model: &str, max_concurrency: usize) -> Route {
+        Route {
+            name: name.into(),
+            provider,
+            model: model.into(),
+            api_key_env: provider.default_key_env().map(str::to_string),
+            max_concurrency,
+            stream: true,
+            base_url: None,
+            max_tokens: DEFAULT_MAX_TOKENS,
+            sim: SimOptions::default(),
+        }
+    }
+
     /// A route on the built-in simulator.
     pub fn sim(
         name: &str,
@@ -153,19 +247,17 @@ impl Route {
         max_concurrency: usize,
     ) -> Route {
         Route {
-            name: name.into(),
-            provider: ProviderKind::Sim,
-            model: format!("sim-{profile}"),
-            api_key_env: None,
-            max_concurrency,
-            stream: true,
-            base_url: None,
-            max_tokens: 4096,
             sim: SimOptions {
                 profile: profile.into(),
                 time_scale,
                 seed,
             },
+            ..Route::new(
+                name,
+                ProviderKind::Sim,
+                &format!("sim-{profile}"),
+                max_concurrency,
+            )
         }
     }
 }
@@ -223,6 +315,7 @@ impl Default for Chunking {
             max_chunk_size: 8000,
             context_lines: 20,
             max_context_files: 50,
+            default_mode: ChunkMode::PerHunk,
         }
     }
 }
@@ -268,6 +361,9 @@ impl Default for Settings {
             scan: ScanLimits::default(),
             chunking: Chunking::default(),
             skills: Vec::new(),
+            triggers: Vec::new(),
+            inline_skills: Vec::new(),
+            default_paths: None,
             execution: Execution::default(),
             routes: Vec::new(),
             warnings: Vec::new(),

@@ -70,6 +70,8 @@ pub struct UnitInfo {
     pub lines: (u32, u32),
     /// Whether the unit is optional work (shed first).
     pub optional: bool,
+    /// The routes it may use, in its order; empty: every route.
+    pub routes: Vec<usize>,
     /// The prompt; telemetry records it only when the user opts in.
     pub prompt: Arc<Prompt>,
 }

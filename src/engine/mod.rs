@@ -50,6 +50,8 @@ pub struct UnitWork {
     pub optional: bool,
     /// What the unit is, for telemetry.
     pub labels: UnitLabels,
+    /// The routes (indices, failover order) it may use, in its order; empty: every route.
+    pub routes: Vec<usize>,
 }
 
 /// Telemetry attributes of a unit (skill, file, lines, priority).
@@ -128,6 +130,8 @@ impl Shared<'_> {
 /// each hold one rule, and `unit.rs` drives them.
 pub struct Engine {
     routes: Vec<Route>,
+    /// Every route index in failover order (the routes of a unit with no restriction).
+    all_routes: Vec<usize>,
     picker: RoutePicker,
     bulkhead: Box<dyn Bulkhead>,
     breakers: Box<dyn Breakers>,
@@ -145,6 +149,7 @@ impl Engine {
         let bulkhead = LocalBulkhead::new(routes.iter().map(|r| r.max_concurrency));
         let breakers = LocalBreakers::new(routes.len(), exec.breaker, Instant::now());
         Engine {
+            all_routes: (0..routes.len()).collect(),
             routes: routes
                 .into_iter()
                 .map(|r| Route {
@@ -283,6 +288,7 @@ impl Engine {
 
 fn unit_info(u: UnitWork) -> (usize, Arc<UnitInfo>) {
     let info = UnitInfo {
+        routes: u.routes,
         labels: u.labels,
         lines: u.lines,
         optional: u.optional,

@@ -8,9 +8,10 @@ use tokio::time::Instant;
 
 /// What an ordering rule may look at.
 #[derive(Debug, Clone, Copy)]
-pub struct OrderInput {
-    /// How many routes there are (indices `0..routes`, config order).
-    pub routes: usize,
+pub struct OrderInput<'a> {
+    /// The routes the unit may use, in its preference order (all routes in config order,
+    /// or a skill's `routes` list).
+    pub allowed: &'a [usize],
     /// The route the unit's last attempt failed on, if any.
     pub last_failed: Option<usize>,
 }
@@ -18,20 +19,20 @@ pub struct OrderInput {
 /// Orders the routes to try.
 pub trait RouteOrder: Send + Sync {
     /// Route indices, most preferred first.
-    fn order(&self, input: OrderInput) -> Vec<usize>;
+    fn order(&self, input: OrderInput<'_>) -> Vec<usize>;
 }
 
-/// Rule 6: config order for a first attempt; after a failure, the routes after the failed
-/// one (wrapping), and the failed route itself last.
+/// Rule 6: the allowed routes in order for a first attempt; after a failure, the ones
+/// after the failed one (wrapping), and the failed route itself last.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Ordered;
 
 impl RouteOrder for Ordered {
-    fn order(&self, input: OrderInput) -> Vec<usize> {
-        let n = input.routes;
-        match input.last_failed {
-            None => (0..n).collect(),
-            Some(l) => ((l + 1)..n).chain(0..l).chain([l]).collect(),
+    fn order(&self, input: OrderInput<'_>) -> Vec<usize> {
+        let a = input.allowed;
+        match input.last_failed.and_then(|l| a.iter().position(|r| *r == l)) {
+            None => a.to_vec(),
+            Some(p) => a[p + 1..].iter().chain(&a[..=p]).copied().collect(),
         }
     }
 }
@@ -76,12 +77,14 @@ impl RoutePicker {
     }
 
     /// The first route in order whose breaker admits calls at `now`.
-    pub fn pick(&self, breakers: &dyn Breakers, input: OrderInput, now: Instant) -> Pick {
+    pub fn pick(&self, breakers: &dyn Breakers, input: OrderInput<'_>, now: Instant) -> Pick {
         let order = self.order.order(input);
         let Some(pos) = order.iter().position(|r| breakers.would_admit(*r, now)) else {
             return Pick::NoneAdmits {
-                reopen: (0..input.routes)
-                    .filter_map(|r| breakers.reopens_at(r))
+                reopen: input
+                    .allowed
+                    .iter()
+                    .filter_map(|r| breakers.reopens_at(*r))
                     .min(),
             };
         };
@@ -105,20 +108,29 @@ mod tests {
     use crate::provider::Outcome;
     use std::time::Duration;
 
-    fn input(routes: usize, last_failed: Option<usize>) -> OrderInput {
+    const ALL: &[usize] = &[0, 1, 2];
+
+    fn input(allowed: &[usize], last_failed: Option<usize>) -> OrderInput<'_> {
         OrderInput {
-            routes,
+            allowed,
             last_failed,
         }
     }
 
     #[test]
     fn ordered_tries_the_next_routes_then_the_failed_one_last() {
-        assert_eq!(Ordered.order(input(3, None)), [0, 1, 2]);
-        assert_eq!(Ordered.order(input(3, Some(0))), [1, 2, 0]);
-        assert_eq!(Ordered.order(input(3, Some(1))), [2, 0, 1]);
-        assert_eq!(Ordered.order(input(1, Some(0))), [0]);
-        assert!(Ordered.order(input(0, None)).is_empty());
+        assert_eq!(Ordered.order(input(ALL, None)), [0, 1, 2]);
+        assert_eq!(Ordered.order(input(ALL, Some(0))), [1, 2, 0]);
+        assert_eq!(Ordered.order(input(ALL, Some(1))), [2, 0, 1]);
+        assert_eq!(Ordered.order(input(&[0], Some(0))), [0]);
+        assert!(Ordered.order(input(&[], None)).is_empty());
+    }
+
+    #[test]
+    fn a_skill_s_routes_keep_their_own_order_for_failover() {
+        assert_eq!(Ordered.order(input(&[2, 0], None)), [2, 0]);
+        assert_eq!(Ordered.order(input(&[2, 0], Some(2))), [0, 2]);
+        assert_eq!(Ordered.order(input(&[2, 0], Some(0))), [2, 0]);
     }
 
     #[test]
@@ -132,7 +144,7 @@ mod tests {
         b.record(1, t0, Outcome::Auth, false);
         let picker = RoutePicker::default();
         assert_eq!(
-            picker.pick(&b, input(3, None), t0),
+            picker.pick(&b, input(ALL, None), t0),
             Pick::Route {
                 route: 2,
                 passed_over: vec![0, 1],
@@ -141,7 +153,7 @@ mod tests {
         );
         b.record(2, t0, Outcome::InvalidModel, false);
         assert_eq!(
-            picker.pick(&b, input(3, None), t0),
+            picker.pick(&b, input(ALL, None), t0),
             Pick::NoneAdmits {
                 reopen: Some(t0 + cfg.open_for)
             }
@@ -149,7 +161,7 @@ mod tests {
         // After openFor, the open route admits a probe again.
         let later = t0 + cfg.open_for + Duration::from_secs(1);
         assert!(matches!(
-            picker.pick(&b, input(3, None), later),
+            picker.pick(&b, input(ALL, None), later),
             Pick::Route { route: 0, .. }
         ));
     }

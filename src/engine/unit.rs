@@ -279,8 +279,13 @@ async fn acquire(sh: &Shared<'_>, u: &mut UnitRun<'_>) -> Result<Slot, Stop> {
         if sh.cancel.is_cancelled() {
             return Err(u.stop_on_cancel(sh));
         }
+        let allowed = if u.work.routes.is_empty() {
+            &sh.engine.all_routes
+        } else {
+            &u.work.routes
+        };
         let input = OrderInput {
-            routes: sh.engine.routes.len(),
+            allowed,
             last_failed: u.last.as_ref().map(|l| l.route),
         };
         let now = Instant::now();

@@ -45,6 +45,18 @@ impl Outcome {
         matches!(self, Outcome::Timeout | Outcome::Unavailable)
     }
 
+    /// A non-retryable failure (auth, invalid model, quota, rejected request, bad answer).
+    pub fn is_failure(self) -> bool {
+        matches!(
+            self,
+            Outcome::Auth
+                | Outcome::InvalidModel
+                | Outcome::Quota
+                | Outcome::BadRequest
+                | Outcome::BadResponse
+        )
+    }
+
     /// Does this outcome force the route open for the rest of the run (rule 8)?
     pub fn forces_open(self) -> bool {
         matches!(self, Outcome::Auth | Outcome::InvalidModel)

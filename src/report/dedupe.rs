@@ -1,6 +1,6 @@
 //! One finding per location and title: two skills (or two overlapping units) that report
 //! the same problem on the same lines are shown once, with the highest severity and
-//! confidence any of them gave.
+//! confidence any of them gave; it fails the run if any of them fails it.
 
 use super::{Finding, UnitReport};
 use std::collections::HashMap;
@@ -43,6 +43,8 @@ pub(crate) fn remove_duplicates(units: &mut [UnitReport]) -> usize {
         let kept = &mut units[u].findings[f];
         kept.severity = kept.severity.max(dup.severity);
         kept.confidence = kept.confidence.max(dup.confidence);
+        // It fails the run if any skill that reported it says so.
+        kept.fails_run |= dup.fails_run;
     }
     removed
 }
@@ -68,6 +70,7 @@ mod tests {
             end_line: line,
             route: "r".into(),
             model: "m".into(),
+            fails_run: false,
             verification: None,
             line_text: String::new(),
             context: None,

@@ -1,8 +1,9 @@
 //! Per-route figures for every report: calls and outcomes, retries and failovers, and
 //! p50/p95/max of attempt duration and time to first token (hdrhistogram).
 
-use super::UnitReport;
-use crate::engine::{BreakerState, EngineReport, UnitStatus};
+use super::{AttemptReport, UnitReport};
+use crate::engine::{BreakerState, EngineReport, RouteSummary, UnitStatus};
+use crate::provider::{Outcome, Stage};
 use hdrhistogram::Histogram;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -80,118 +81,109 @@ pub(super) fn route_metrics(
     units: &[UnitReport],
     verification: Option<&EngineReport>,
 ) -> BTreeMap<String, RouteMetrics> {
-    let extra: Vec<UnitReport> = verification
-        .map(|v| {
-            v.units
+    let later: Vec<AttemptReport> = verification
+        .iter()
+        .flat_map(|v| &v.units)
+        .flat_map(|u| &u.attempts)
+        .map(AttemptReport::from)
+        .collect();
+    let attempts: Vec<&AttemptReport> = units.iter().flat_map(|u| &u.attempts).chain(&later).collect();
+    let tried: Vec<&[String]> = units
+        .iter()
+        .map(|u| u.routes_tried.as_slice())
+        .chain(verification.iter().flat_map(|v| &v.units).map(|u| u.routes_tried.as_slice()))
+        .collect();
+    engine
+        .route_order
+        .iter()
+        .map(|name| {
+            // Passes share one route state, so the last pass's summary covers the run.
+            let summary = verification
+                .and_then(|v| v.routes.get(name))
+                .unwrap_or(&engine.routes[name]);
+            let mine: Vec<&AttemptReport> =
+                attempts.iter().copied().filter(|a| &a.route == name).collect();
+            let not_reviewed = units
                 .iter()
-                .map(|u| UnitReport {
-                    skill: String::new(),
-                    skills: Vec::new(),
-                    path: String::new(),
-                    start_line: 0,
-                    end_line: 0,
-                    optional: true,
-                    status: u.status,
-                    route: u.route.clone(),
-                    reason: u.reason.clone(),
-                    routes_tried: u.routes_tried.clone(),
-                    attempts: u.attempts.iter().map(super::AttemptReport::from).collect(),
-                    findings: Vec::new(),
-                })
-                .collect()
+                .filter(|u| u.status != UnitStatus::Reviewed && u.routes_tried.contains(name))
+                .count();
+            let figures = figures(name, &mine, &tried, summary, not_reviewed);
+            (name.clone(), figures)
         })
-        .unwrap_or_default();
-    let all: Vec<&UnitReport> = units.iter().chain(&extra).collect();
-    let mut out = BTreeMap::new();
-    for name in &engine.route_order {
-        // Passes share one route state, so the last pass's summary covers the run.
-        let summary = verification
-            .and_then(|v| v.routes.get(name))
-            .unwrap_or(&engine.routes[name]);
-        let attempts: Vec<_> = all
-            .iter()
-            .flat_map(|u| &u.attempts)
-            .filter(|a| &a.route == name)
-            .collect();
-        let count = |o: &str| attempts.iter().filter(|a| a.outcome == o).count();
-        let stage = |s: &str| {
-            attempts
-                .iter()
-                .filter(|a| a.outcome == "timeout" && a.stage.as_deref() == Some(s))
-                .count()
-        };
-        let durations: Vec<u64> = attempts
-            .iter()
-            .filter(|a| a.outcome != "cancelled")
-            .map(|a| a.duration_ms)
-            .collect();
-        let ttfts: Vec<u64> = attempts.iter().filter_map(|a| a.ttft_ms).collect();
-        let (p50, p95, max) = percentiles(&durations);
-        let (t50, t95, _) = percentiles(&ttfts);
-        let mut retries = 0;
-        let mut from = 0;
-        let mut to = 0;
-        for u in &all {
-            for w in u.routes_tried.windows(2) {
-                if w[0] == w[1] && w[0] == *name {
-                    retries += 1;
-                } else if w[0] == *name {
-                    from += 1;
-                } else if w[1] == *name {
-                    to += 1;
-                }
-            }
+        .collect()
+}
+
+/// Retries on the route, and moves away from and to it, over every unit's route list.
+fn moves(name: &str, tried: &[&[String]]) -> (usize, usize, usize) {
+    let (mut retries, mut from, mut to) = (0, 0, 0);
+    for w in tried.iter().flat_map(|t| t.windows(2)) {
+        if w[0] == w[1] && w[0] == name {
+            retries += 1;
+        } else if w[0] == name {
+            from += 1;
+        } else if w[1] == name {
+            to += 1;
         }
-        let costs: Vec<f64> = attempts.iter().filter_map(|a| a.cost).collect();
-        out.insert(
-            name.clone(),
-            RouteMetrics {
-                calls: attempts.len(),
-                ok: count("ok"),
-                timeouts: count("timeout"),
-                timeouts_by_stage: TimeoutsByStage {
-                    connect: stage("connect"),
-                    first_token: stage("first_token"),
-                    idle: stage("idle"),
-                    total: stage("total"),
-                },
-                unavailable: count("unavailable"),
-                rate_limited: count("rate_limited"),
-                failed: [
-                    "auth",
-                    "invalid_model",
-                    "quota",
-                    "bad_request",
-                    "bad_response",
-                ]
-                .iter()
-                .map(|o| count(o))
-                .sum(),
-                cancelled: count("cancelled"),
-                retries,
-                failovers_from: from,
-                failovers_to: to,
-                p50_ms: p50,
-                p95_ms: p95,
-                max_ms: max,
-                ttft_p50_ms: t50,
-                ttft_p95_ms: t95,
-                units_not_reviewed: units
-                    .iter()
-                    .filter(|u| u.status != UnitStatus::Reviewed && u.routes_tried.contains(name))
-                    .count(),
-                peak_in_flight: summary.peak_in_flight,
-                max_concurrency: summary.max_concurrency,
-                input_tokens: attempts.iter().filter_map(|a| a.input_tokens).sum(),
-                output_tokens: attempts.iter().filter_map(|a| a.output_tokens).sum(),
-                cost: (!costs.is_empty()).then(|| costs.iter().sum()),
-                breaker: BreakerReport {
-                    state: summary.breaker,
-                    opens: summary.opens,
-                    time_open_ms: summary.time_open.as_millis() as u64,
-                },
-            },
-        );
     }
-    out
+    (retries, from, to)
+}
+
+fn figures(
+    name: &str,
+    attempts: &[&AttemptReport],
+    tried: &[&[String]],
+    summary: &RouteSummary,
+    units_not_reviewed: usize,
+) -> RouteMetrics {
+    let count = |o: Outcome| attempts.iter().filter(|a| a.outcome == o).count();
+    let stage = |s: Stage| {
+        attempts
+            .iter()
+            .filter(|a| a.outcome == Outcome::Timeout && a.stage == Some(s))
+            .count()
+    };
+    let durations: Vec<u64> = attempts
+        .iter()
+        .filter(|a| a.outcome != Outcome::Cancelled)
+        .map(|a| a.duration_ms)
+        .collect();
+    let ttfts: Vec<u64> = attempts.iter().filter_map(|a| a.ttft_ms).collect();
+    let (p50, p95, max) = percentiles(&durations);
+    let (t50, t95, _) = percentiles(&ttfts);
+    let (retries, from, to) = moves(name, tried);
+    let costs: Vec<f64> = attempts.iter().filter_map(|a| a.cost).collect();
+    RouteMetrics {
+        calls: attempts.len(),
+        ok: count(Outcome::Ok),
+        timeouts: count(Outcome::Timeout),
+        timeouts_by_stage: TimeoutsByStage {
+            connect: stage(Stage::Connect),
+            first_token: stage(Stage::FirstToken),
+            idle: stage(Stage::Idle),
+            total: stage(Stage::Total),
+        },
+        unavailable: count(Outcome::Unavailable),
+        rate_limited: count(Outcome::RateLimited),
+        failed: attempts.iter().filter(|a| a.outcome.is_failure()).count(),
+        cancelled: count(Outcome::Cancelled),
+        retries,
+        failovers_from: from,
+        failovers_to: to,
+        p50_ms: p50,
+        p95_ms: p95,
+        max_ms: max,
+        ttft_p50_ms: t50,
+        ttft_p95_ms: t95,
+        units_not_reviewed,
+        peak_in_flight: summary.peak_in_flight,
+        max_concurrency: summary.max_concurrency,
+        input_tokens: attempts.iter().filter_map(|a| a.input_tokens).sum(),
+        output_tokens: attempts.iter().filter_map(|a| a.output_tokens).sum(),
+        cost: (!costs.is_empty()).then(|| costs.iter().sum()),
+        breaker: BreakerReport {
+            state: summary.breaker,
+            opens: summary.opens,
+            time_open_ms: summary.time_open.as_millis() as u64,
+        },
+    }
 }

@@ -2,6 +2,7 @@
 //! section 8), built from the plan and the engine's report. Renderers never decide
 //! policy; they only show this model.
 
+mod build;
 mod dedupe;
 pub mod escape;
 mod fit;
@@ -19,19 +20,17 @@ pub mod summary_md;
 pub mod text;
 mod vcs;
 
+pub use build::build;
 pub use format::{Format, OutputSpec};
 pub use metrics::{BreakerReport, RouteMetrics, TimeoutsByStage};
 pub use rules::SkillInfo;
 pub use source::SourceContext;
 pub use vcs::Vcs;
 
-use crate::chunk::ChunkLineKind;
-use crate::config::Settings;
-use crate::engine::{EngineReport, UnitStatus};
-use crate::plan::Plan;
+use crate::engine::UnitStatus;
+use crate::provider::{Outcome, Stage};
 use crate::scan::Skipped;
-use crate::severity::{Confidence, FailOn, Severity};
-use crate::skills::ActiveSkill;
+use crate::severity::{Confidence, Severity};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -151,8 +150,8 @@ pub struct AttemptReport {
     pub provider: String,
     pub model: String,
     pub model_answered: Option<String>,
-    pub outcome: String,
-    pub stage: Option<String>,
+    pub outcome: Outcome,
+    pub stage: Option<Stage>,
     pub started_ms: u64,
     pub duration_ms: u64,
     pub deadline_ms: u64,
@@ -188,6 +187,8 @@ pub struct Finding {
     pub end_line: u32,
     pub route: String,
     pub model: String,
+    /// It reaches its skill's `failOn`: the run exits 1.
+    pub fails_run: bool,
     /// With the verification pass on: confirmed, or unverified (rejected ones are removed).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub verification: Option<crate::verify::Verdict>,
@@ -200,14 +201,10 @@ pub struct Finding {
 }
 
 impl Report {
-    /// DESIGN.md section 5: 1 if a finding reaches `--fail-on` (complete or not), else 3
-    /// if the review is partial or unavailable, else 0. Signals are the caller's.
-    pub fn exit_code(&self, fail_on: FailOn) -> i32 {
-        let failing = match fail_on {
-            FailOn::Off => false,
-            FailOn::At(s) => self.findings.iter().any(|f| f.severity >= s),
-        };
-        if failing {
+    /// DESIGN.md section 5: 1 if a finding reaches its skill's `failOn` (complete or not),
+    /// else 3 if the review is partial or unavailable, else 0. Signals are the caller's.
+    pub fn exit_code(&self) -> i32 {
+        if self.findings.iter().any(|f| f.fails_run) {
             1
         } else if self.outcome != ReviewOutcome::Complete {
             3
@@ -234,8 +231,8 @@ impl From<&crate::engine::AttemptLog> for AttemptReport {
             provider: r.provider.to_string(),
             model: r.model.clone(),
             model_answered: r.model_answered.clone(),
-            outcome: r.outcome.as_str().to_string(),
-            stage: r.stage.map(|s| s.as_str().to_string()),
+            outcome: r.outcome,
+            stage: r.stage,
             started_ms: ms(a.started),
             duration_ms: ms(r.duration),
             deadline_ms: ms(r.deadline),
@@ -269,180 +266,4 @@ pub(crate) fn fnv1a(parts: &[&str]) -> u64 {
         }
     }
     h
-}
-
-/// Builds the report. `fail_on` matters here only so that a finding that fails the run is
-/// always shown, even below `reportOn`.
-pub fn build(
-    plan: &Plan,
-    engine: &EngineReport,
-    settings: &Settings,
-    active: &[ActiveSkill],
-    verification: Option<&crate::verify::Pass>,
-) -> Report {
-    let mut summary = Summary {
-        units: plan.units.len(),
-        ..Summary::default()
-    };
-    let mut units = Vec::with_capacity(plan.units.len());
-    let mut per_skill_count: BTreeMap<String, usize> = BTreeMap::new();
-    for (unit, result) in plan.units.iter().zip(&engine.units) {
-        let chunk = &plan.files[unit.file].chunks[unit.chunk];
-        let model = result
-            .attempts
-            .last()
-            .map(|a| {
-                a.record
-                    .model_answered
-                    .clone()
-                    .unwrap_or_else(|| a.record.model.clone())
-            })
-            .unwrap_or_default();
-        let mut unit_findings = Vec::new();
-        summary.findings_dropped += result.dropped_findings;
-        for (fi, f) in result.findings.iter().enumerate() {
-            // A consolidated unit's finding belongs to the skill the model named (if it is
-            // one of the unit's), else to the unit's first skill.
-            let skill = f
-                .skill
-                .as_ref()
-                .filter(|s| unit.skills.contains(s))
-                .unwrap_or(&unit.skills[0])
-                .clone();
-            let cfg = active
-                .iter()
-                .find(|a| a.skill.name == skill)
-                .map(|a| &a.config);
-            let min_conf = cfg
-                .and_then(|c| c.min_confidence)
-                .unwrap_or(settings.min_confidence);
-            let report_on = cfg.and_then(|c| c.report_on).unwrap_or(settings.report_on);
-            let fail_on = cfg.and_then(|c| c.fail_on).unwrap_or(settings.fail_on);
-            let shown_from = match fail_on {
-                FailOn::At(f) => f.min(report_on),
-                FailOn::Off => report_on,
-            };
-            let max = cfg.and_then(|c| c.max_findings).or(settings.max_findings);
-            let count = per_skill_count.entry(skill.clone()).or_default();
-            if f.confidence < min_conf
-                || f.severity < shown_from
-                || max.is_some_and(|m| *count >= m)
-            {
-                summary.findings_dropped += 1;
-                continue;
-            }
-            *count += 1;
-            let path = unit.path.to_string();
-            let line_text = chunk
-                .lines
-                .iter()
-                .find(|l| l.kind != ChunkLineKind::Removed && l.new_no == Some(f.line))
-                .map(|l| l.text.trim().to_string())
-                .unwrap_or_default();
-            let id = fnv1a(&[&skill, &path, &f.title.to_lowercase(), &line_text]);
-            unit_findings.push(Finding {
-                id: format!("W{:016x}", id),
-                skill,
-                severity: f.severity,
-                confidence: f.confidence,
-                title: f.title.clone(),
-                description: f.description.clone(),
-                suggestion: f.suggestion.clone(),
-                replacement: f.replacement.clone(),
-                context: source::context(chunk, f.line, f.end_line),
-                path,
-                start_line: f.line,
-                end_line: f.end_line,
-                route: result.route.clone().unwrap_or_default(),
-                model: model.clone(),
-                verification: verification.map(|v| {
-                    v.verdicts
-                        .get(&(result.unit, fi))
-                        .copied()
-                        .unwrap_or(crate::verify::Verdict::Unverified)
-                }),
-                line_text,
-            });
-        }
-        match result.status {
-            UnitStatus::Reviewed => summary.reviewed += 1,
-            UnitStatus::TimedOut => summary.timed_out += 1,
-            UnitStatus::Unavailable => summary.unavailable += 1,
-            UnitStatus::Failed => summary.failed += 1,
-            UnitStatus::Cancelled => summary.cancelled += 1,
-            UnitStatus::Skipped => summary.skipped += 1,
-        }
-        units.push(UnitReport {
-            skill: unit.skill.clone(),
-            skills: unit.skills.clone(),
-            path: unit.path.to_string(),
-            start_line: unit.start_line,
-            end_line: unit.end_line,
-            optional: unit.optional,
-            status: result.status,
-            route: result.route.clone(),
-            reason: result.reason.clone(),
-            routes_tried: result.routes_tried.clone(),
-            attempts: result.attempts.iter().map(AttemptReport::from).collect(),
-            findings: unit_findings,
-        });
-    }
-    summary.findings_dropped += dedupe::remove_duplicates(&mut units);
-    let mut findings: Vec<Finding> = units.iter().flat_map(|u| u.findings.clone()).collect();
-    findings.sort_by(|a, b| {
-        b.severity
-            .cmp(&a.severity)
-            .then_with(|| a.path.cmp(&b.path))
-            .then(a.start_line.cmp(&b.start_line))
-    });
-    summary.findings = findings.len();
-    let counters = Counters {
-        attempts: units.iter().map(|u| u.attempts.len()).sum(),
-        timeouts: units
-            .iter()
-            .flat_map(|u| &u.attempts)
-            .filter(|a| a.outcome == "timeout")
-            .count(),
-        failovers: units
-            .iter()
-            .flat_map(|u| u.routes_tried.windows(2))
-            .filter(|w| w[0] != w[1])
-            .count(),
-        retries: units
-            .iter()
-            .flat_map(|u| u.routes_tried.windows(2))
-            .filter(|w| w[0] == w[1])
-            .count(),
-        units_not_reviewed: summary.units - summary.reviewed,
-    };
-    let outcome = if summary.reviewed == summary.units {
-        ReviewOutcome::Complete
-    } else if summary.reviewed == 0 {
-        ReviewOutcome::Unavailable
-    } else {
-        ReviewOutcome::Partial
-    };
-    Report {
-        schema_version: SCHEMA_VERSION,
-        outcome,
-        target: plan.target.clone(),
-        duration_ms: engine.elapsed.as_millis() as u64,
-        budget_ms: engine.budget.as_millis() as u64,
-        budget_expired: engine.budget_expired,
-        interrupted: engine.interrupted,
-        routes: metrics::route_metrics(engine, &units, verification.map(|v| &v.engine)),
-        route_order: engine.route_order.clone(),
-        summary,
-        counters,
-        units,
-        findings,
-        skipped_files: plan.skipped_files.clone(),
-        verification: verification.map(|v| v.summary.clone()),
-        fail_on: settings.fail_on.to_string(),
-        report_on: settings.report_on,
-        min_confidence: settings.min_confidence,
-        skills: SkillInfo::from_active(active),
-        vcs: None,
-        trust: None,
-    }
 }

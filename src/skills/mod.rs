@@ -7,7 +7,7 @@ mod front_matter;
 
 pub use files::{EntryKind, SkillFiles, WorkTree};
 
-use crate::config::{Settings, SkillConfig};
+use crate::config::{RunEvent, Settings, SkillConfig, Thresholds};
 use crate::error::{Error, Result};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
@@ -60,11 +60,15 @@ pub struct Catalog {
     pub shadowed: Vec<(Skill, SkillOrigin)>,
 }
 
-/// A skill chosen for this run, with its `[[skills]]` settings.
+/// A skill chosen for this run, with its settings and the thresholds resolved from them.
 #[derive(Debug, Clone)]
 pub struct ActiveSkill {
+    /// The skill itself.
     pub skill: Skill,
+    /// Its `[[skills]]` (or trigger) settings.
     pub config: SkillConfig,
+    /// The thresholds its findings are judged with (report and exit code).
+    pub thresholds: Thresholds,
 }
 
 impl Catalog {
@@ -144,53 +148,100 @@ fn build(text: &str, fallback_name: &str, origin: SkillOrigin, shown: &Path) -> 
     })
 }
 
-/// The skills this run uses: `--skill` names if given, else `[[skills]]`, else the defaults.
+/// The skills this run uses, as for a local run (every trigger's skill): see [`select_for`].
 pub fn select(
     catalog: &Catalog,
     settings: &Settings,
     requested: &[String],
 ) -> Result<Vec<ActiveSkill>> {
-    let names: Vec<String> = if !requested.is_empty() {
-        requested.to_vec()
+    select_for(catalog, settings, requested, None)
+}
+
+/// The skills this run uses, in order: `--skill` names if given, else the `[[skills]]`
+/// entries, else the skills of the `[[triggers]]` that react to `event` (Warden's
+/// earlier layout; locally every trigger), else the defaults. Each comes with its
+/// settings and its resolved thresholds.
+pub fn select_for(
+    catalog: &Catalog,
+    settings: &Settings,
+    requested: &[String],
+    event: Option<&RunEvent>,
+) -> Result<Vec<ActiveSkill>> {
+    let configs: Vec<SkillConfig> = if !requested.is_empty() {
+        requested.iter().map(|n| config_of(settings, n)).collect()
     } else if !settings.skills.is_empty() {
-        settings.skills.iter().map(|s| s.name.clone()).collect()
+        settings.skills.clone()
+    } else if !settings.triggers.is_empty() {
+        settings
+            .triggers
+            .iter()
+            .filter(|t| t.matches(event))
+            .map(|t| t.config.clone())
+            .collect()
     } else {
-        DEFAULT_SKILLS.iter().map(|s| s.to_string()).collect()
+        DEFAULT_SKILLS.iter().map(|n| config_of(settings, n)).collect()
     };
     let mut out: Vec<ActiveSkill> = Vec::new();
-    for name in names {
-        if out.iter().any(|a| a.skill.name == name) {
+    for mut config in configs {
+        if out.iter().any(|a| a.skill.name == config.name) {
             continue;
         }
-        let skill = catalog.get(&name).ok_or_else(|| {
-            let known: Vec<&str> = catalog.skills.iter().map(|s| s.name.as_str()).collect();
-            Error::Usage(format!(
-                "unknown skill `{name}`: known skills are {} (add one as .warden/skills/{name}/SKILL.md)",
-                known.join(", ")
-            ))
-        })?;
-        let config = settings
-            .skills
-            .iter()
-            .find(|c| c.name == name)
-            .cloned()
-            .unwrap_or_else(|| SkillConfig {
-                name: name.clone(),
-                paths: None,
-                ignore: crate::scan::path_rules::PathRules::empty(),
-                fail_on: None,
-                report_on: None,
-                min_confidence: None,
-                max_findings: None,
-                model: None,
-                consolidate: false,
-            });
+        let skill = catalog.get(&config.name).ok_or_else(|| unknown(catalog, &config.name))?;
+        if config.paths.is_none() {
+            config.paths = settings.default_paths.clone();
+        }
         out.push(ActiveSkill {
             skill: skill.clone(),
+            thresholds: settings.thresholds(&config),
             config,
         });
     }
     Ok(out)
+}
+
+/// The settings of skill `name`: its `[[skills]]` entry, else its first trigger's, else none.
+fn config_of(settings: &Settings, name: &str) -> SkillConfig {
+    settings
+        .skills
+        .iter()
+        .chain(settings.triggers.iter().map(|t| &t.config))
+        .find(|c| c.name == name)
+        .cloned()
+        .unwrap_or_else(|| SkillConfig::named(name))
+}
+
+fn unknown(catalog: &Catalog, name: &str) -> Error {
+    let known: Vec<&str> = catalog.skills.iter().map(|s| s.name.as_str()).collect();
+    Error::Usage(format!(
+        "unknown skill `{name}`: known skills are {} (add one as .warden/skills/{name}/SKILL.md, or define it in warden.toml with [[skills]] name and prompt)",
+        known.join(", ")
+    ))
+}
+
+/// Adds the skills defined in the config (`[[skills]] prompt = …`) to `catalog`; they
+/// come first, so they win over a skill file of the same name.
+pub fn add_inline(catalog: &mut Catalog, settings: &Settings) {
+    let file = settings
+        .config_path
+        .as_ref()
+        .and_then(|p| p.file_name())
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(crate::config::FILE_NAME));
+    for s in settings.inline_skills.iter().rev() {
+        let skill = Skill {
+            name: s.name.clone(),
+            description: s.description.clone(),
+            allowed_tools: Vec::new(),
+            prompt: s.prompt.clone(),
+            origin: SkillOrigin::Repo(file.clone()),
+        };
+        if let Some(pos) = catalog.skills.iter().position(|x| x.name == s.name) {
+            let hidden = std::mem::replace(&mut catalog.skills[pos], skill);
+            catalog.shadowed.push((hidden, SkillOrigin::Repo(file.clone())));
+        } else {
+            catalog.skills.insert(0, skill);
+        }
+    }
 }
 
 impl ActiveSkill {

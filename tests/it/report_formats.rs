@@ -4,270 +4,233 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use warden::engine::{BreakerState, UnitStatus};
-use warden::report::{
-    self, AttemptReport, Finding, Report, ReviewOutcome, RouteMetrics, SkillInfo, SourceContext,
-    Summary, UnitReport, Vcs,
-};
-use warden::scan::Skipped;
+use std::time::Duration;
+use warden::config::{Settings, SkillConfig};
+use warden::diff::content::NoContent;
+use warden::engine::{AttemptLog, BreakerState, EngineReport, RouteSummary, UnitResult, UnitStatus};
+use warden::findings::ModelFinding;
+use warden::plan::Plan;
+use warden::provider::{AttemptRecord, Outcome, Stage, Usage};
+use warden::report::{self, Report, ReviewOutcome, SkillInfo, Vcs};
 use warden::severity::{Confidence, FailOn, Severity};
+use warden::skills::ActiveSkill;
 use warden::trust::{ConfigFrom, SkillSource, TrustReport};
 
-fn finding(skill: &str, sev: Severity, path: &str, line: u32, title: &str, desc: &str) -> Finding {
-    Finding {
-        id: format!("W{:016x}", line as u64 * 7919),
-        skill: skill.into(),
+const MS: fn(u64) -> Duration = Duration::from_millis;
+
+/// A new file of `n` lines "line 1" … "line n".
+fn new_file(path: &str, n: u32) -> String {
+    let body: String = (1..=n).map(|i| format!("+line {i}\n")).collect();
+    format!("diff --git a/{path} b/{path}\nnew file mode 100644\n--- /dev/null\n+++ b/{path}\n@@ -0,0 +1,{n} @@\n{body}")
+}
+
+/// The diff every renderer test shares: two new files, one edit, and a lockfile that is
+/// skipped before review.
+fn patch() -> String {
+    let config_rs: String = (2..=14)
+        .map(|i| {
+            if i == 9 {
+                "-    let port = cfg.port().unwrap();\n+line 9\n".to_string()
+            } else {
+                format!(" line {i}\n")
+            }
+        })
+        .collect();
+    format!(
+        "{}{}diff --git a/src/config.rs b/src/config.rs\n--- a/src/config.rs\n+++ b/src/config.rs\n@@ -2,13 +2,13 @@\n{config_rs}diff --git a/package-lock.json b/package-lock.json\n--- a/package-lock.json\n+++ b/package-lock.json\n@@ -1 +1 @@\n-{{}}\n+{{ }}\n",
+        new_file("app/users.py", 25),
+        new_file("web/app.js", 8),
+    )
+}
+
+/// security-review on app/ and web/, code-review on src/ and web/.
+fn skills(settings: &Settings) -> Vec<ActiveSkill> {
+    let catalog = warden::skills::discover(None).unwrap();
+    [("security-review", ["app/**", "web/**"]), ("code-review", ["src/**", "web/**"])]
+        .iter()
+        .map(|(name, paths)| {
+            let mut config = SkillConfig::named(name);
+            let globs: Vec<String> = paths.iter().map(|p| p.to_string()).collect();
+            config.paths = Some(warden::scan::path_rules::PathRules::new(&globs).unwrap());
+            ActiveSkill {
+                skill: catalog.get(name).unwrap().clone(),
+                thresholds: settings.thresholds(&config),
+                config,
+            }
+        })
+        .collect()
+}
+
+fn record(route: &str, outcome: Outcome, stage: Option<Stage>, ms: u64) -> AttemptRecord {
+    let provider = if route == "primary" { "openrouter" } else { "anthropic" };
+    let ok = outcome == Outcome::Ok;
+    AttemptRecord {
+        model_answered: ok.then(|| "kimi-k2".to_string()),
+        headers: Some(MS(40)),
+        ttft: ok.then_some(MS(900)),
+        duration: MS(ms),
+        bytes: 512,
+        usage: Some(Usage {
+            input_tokens: Some(1200),
+            output_tokens: Some(80),
+            cost: None,
+        }),
+        http_status: Some(200),
+        request_id: Some("req-1".into()),
+        outcome,
+        stage,
+        reason: if ok { "1 finding" } else { "no token within 90s" }.into(),
+        ..AttemptRecord::new(route, provider, "m", MS(120_000))
+    }
+}
+
+fn model_finding(sev: Severity, line: u32, title: &str, desc: &str) -> ModelFinding {
+    ModelFinding {
         severity: sev,
         confidence: Confidence::High,
         title: title.into(),
         description: desc.into(),
-        suggestion: None,
-        path: path.into(),
-        start_line: line,
+        line,
         end_line: line,
-        route: "primary".into(),
-        model: "kimi-k2".into(),
-        verification: None,
-        line_text: format!("line {line}"),
+        suggestion: None,
         replacement: None,
-        context: Some(SourceContext {
-            start_line: line - 2,
-            end_line: line + 2,
-            text: (line - 2..=line + 2)
-                .map(|n| format!("line {n}\n"))
-                .collect(),
-        }),
+        skill: None,
     }
 }
 
-fn attempt(n: u32, route: &str, outcome: &str, stage: Option<&str>, ms: u64) -> AttemptReport {
-    AttemptReport {
-        number: n,
-        route: route.into(),
-        provider: if route == "primary" {
-            "openrouter"
-        } else {
-            "anthropic"
-        }
-        .into(),
-        model: "m".into(),
-        model_answered: (outcome == "ok").then(|| "m".to_string()),
-        outcome: outcome.into(),
-        stage: stage.map(str::to_string),
-        started_ms: 0,
-        duration_ms: ms,
-        deadline_ms: 120_000,
-        headers_ms: Some(40),
-        ttft_ms: (outcome == "ok").then_some(900),
-        http_status: Some(200),
-        request_id: Some("req-1".into()),
-        input_tokens: Some(1200),
-        output_tokens: Some(80),
-        cost: None,
-        retry_after_ms: None,
+/// What the engine did with each unit: the SQL injection found on the primary, the
+/// unwrap found on the fallback after a failover, a unit timed out, one never started.
+fn result(plan: &Plan, index: usize) -> UnitResult {
+    let unit = &plan.units[index];
+    let attempt = |number, record| AttemptLog {
+        number,
+        started: Duration::ZERO,
         probe: false,
-        reason: if outcome == "ok" {
-            "1 finding".into()
-        } else {
-            "no token within 90s".into()
-        },
+        record,
+    };
+    let mut r = UnitResult {
+        unit: index,
+        status: UnitStatus::Reviewed,
+        route: Some("primary".into()),
+        reason: "reviewed by primary".into(),
+        attempts: vec![],
+        routes_tried: vec!["primary".into()],
+        moves: vec![],
+        findings: vec![],
+        dropped_findings: 0,
+    };
+    match (unit.path.to_string().as_str(), unit.skill.as_str()) {
+        ("app/users.py", _) => {
+            r.attempts = vec![attempt(1, record("primary", Outcome::Ok, None, 4200))];
+            r.findings = vec![model_finding(
+                Severity::High,
+                18,
+                "SQL injection, via \"term\"",
+                "User input reaches the query: 100% exploitable.\nUse bound parameters.",
+            )];
+        }
+        ("src/config.rs", _) => {
+            r.route = Some("fallback".into());
+            r.reason = "reviewed by fallback".into();
+            r.routes_tried = vec!["primary".into(), "fallback".into()];
+            r.attempts = vec![
+                attempt(1, record("primary", Outcome::Timeout, Some(Stage::FirstToken), 90_000)),
+                attempt(2, record("fallback", Outcome::Ok, None, 2100)),
+            ];
+            let mut f = model_finding(Severity::Medium, 9, "unwrap() can panic", "Return an error instead.");
+            f.suggestion = Some("use `?`".into());
+            f.replacement = Some("    let port = cfg.port()?;\n".into());
+            r.findings = vec![f];
+        }
+        (_, "security-review") => {
+            r.status = UnitStatus::TimedOut;
+            r.route = None;
+            r.reason = "less than half the hunk budget left".into();
+            r.attempts = vec![attempt(1, record("primary", Outcome::Timeout, Some(Stage::Total), 120_000))];
+        }
+        _ => {
+            r.status = UnitStatus::Skipped;
+            r.route = None;
+            r.reason = "the review budget ran out before the unit started".into();
+            r.routes_tried = vec![];
+        }
     }
+    r
 }
 
-fn metrics(calls: usize, ok: usize, timeouts: usize, state: BreakerState) -> RouteMetrics {
-    RouteMetrics {
-        calls,
-        ok,
-        timeouts,
-        timeouts_by_stage: Default::default(),
-        unavailable: 0,
-        rate_limited: 0,
-        failed: 0,
-        cancelled: 0,
-        retries: 0,
-        failovers_from: timeouts,
-        failovers_to: 0,
-        p50_ms: Some(4200),
-        p95_ms: Some(90_000),
-        max_ms: Some(90_000),
-        ttft_p50_ms: Some(900),
-        ttft_p95_ms: Some(1500),
-        units_not_reviewed: 1,
+fn route_summary(breaker: BreakerState) -> RouteSummary {
+    RouteSummary {
+        breaker,
+        opens: u32::from(breaker != BreakerState::Closed),
+        time_open: Duration::ZERO,
         peak_in_flight: 2,
         max_concurrency: 4,
-        input_tokens: 2400,
-        output_tokens: 160,
-        cost: None,
-        breaker: report::BreakerReport {
-            state,
-            opens: u32::from(state != BreakerState::Closed),
-            time_open_ms: 0,
-        },
     }
+}
+
+/// The fixture built as a review builds it, with `settings` for its thresholds.
+pub fn fixture_with(settings: &Settings) -> Report {
+    let diff = warden::diff::patch_text::parse(patch().as_bytes(), "fixture.diff").unwrap();
+    let active = skills(settings);
+    let mut plan = warden::plan::build(&diff, &NoContent, settings, &active);
+    plan.target = "main...HEAD (clean tree)".into();
+    assert_eq!(plan.units.len(), 4, "{:#?}", plan.units);
+    let engine = EngineReport {
+        units: (0..plan.units.len()).map(|i| result(&plan, i)).collect(),
+        elapsed: Duration::from_secs(900),
+        budget: Duration::from_secs(900),
+        budget_expired: true,
+        interrupted: false,
+        routes: BTreeMap::from([
+            ("primary".to_string(), route_summary(BreakerState::Open)),
+            ("fallback".to_string(), route_summary(BreakerState::Closed)),
+        ]),
+        route_order: vec!["primary".into(), "fallback".into()],
+    };
+    let mut r = report::build(&plan, &engine, settings, &active, None);
+    // What review::run adds from the trust model and the repository.
+    r.skills = fixture_skills();
+    r.vcs = Some(Vcs {
+        repository_uri: Some("https://github.com/acme/shop".into()),
+        revision: Some("0123456789abcdef0123456789abcdef01234567".into()),
+        branch: Some("feature/users".into()),
+        web_url: Some("https://github.com/acme/shop".into()),
+    });
+    r.trust = Some(TrustReport {
+        config_from: ConfigFrom::Base,
+        commit: Some("1a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d".into()),
+        reason: "CI is set".into(),
+        config_file: Some("1a2b3c4:warden.toml".into()),
+        changed_by_review: vec!["warden.toml".into()],
+    });
+    r
+}
+
+fn fixture_skills() -> Vec<SkillInfo> {
+    vec![
+        SkillInfo {
+            name: "code-review".into(),
+            description: "Finds bugs, broken logic and risky changes in a diff.".into(),
+            summary: "Look for defects:\n\n- logic errors;\n- `unwrap()` on input <b>the code</b> should expect.".into(),
+            origin: SkillSource::BuiltIn,
+            path: None,
+            overrides_builtin: false,
+        },
+        SkillInfo {
+            name: "security-review".into(),
+            description: "Finds exploitable security weaknesses introduced by a diff.".into(),
+            summary: "Report only weaknesses an attacker could plausibly exploit.".into(),
+            origin: SkillSource::Base,
+            path: Some(".warden/skills/security-review/SKILL.md".into()),
+            overrides_builtin: true,
+        },
+    ]
 }
 
 /// A partial review: two findings (one with characters that need escaping), one unit
-/// reviewed after a failover, one timed out, one skipped.
+/// reviewed after a failover, one timed out, one skipped, a lockfile skipped.
 pub fn fixture() -> Report {
-    let sqli = finding(
-        "security-review",
-        Severity::High,
-        "app/users.py",
-        18,
-        "SQL injection, via \"term\"",
-        "User input reaches the query: 100% exploitable.\nUse bound parameters.",
-    );
-    let mut unwrap = finding(
-        "code-review",
-        Severity::Medium,
-        "src/config.rs",
-        9,
-        "unwrap() can panic",
-        "Return an error instead.",
-    );
-    unwrap.route = "fallback".into();
-    unwrap.suggestion = Some("use `?`".into());
-    unwrap.replacement = Some("    let port = cfg.port()?;\n".into());
-    let units = vec![
-        UnitReport {
-            skill: "security-review".into(),
-            skills: vec!["security-review".into()],
-            path: "app/users.py".into(),
-            start_line: 1,
-            end_line: 25,
-            optional: false,
-            status: UnitStatus::Reviewed,
-            route: Some("primary".into()),
-            reason: "reviewed by primary".into(),
-            routes_tried: vec!["primary".into()],
-            attempts: vec![attempt(1, "primary", "ok", None, 4200)],
-            findings: vec![sqli.clone()],
-        },
-        UnitReport {
-            skill: "code-review".into(),
-            skills: vec!["code-review".into()],
-            path: "src/config.rs".into(),
-            start_line: 2,
-            end_line: 14,
-            optional: false,
-            status: UnitStatus::Reviewed,
-            route: Some("fallback".into()),
-            reason: "reviewed by fallback".into(),
-            routes_tried: vec!["primary".into(), "fallback".into()],
-            attempts: vec![
-                attempt(1, "primary", "timeout", Some("first_token"), 90_000),
-                attempt(2, "fallback", "ok", None, 2100),
-            ],
-            findings: vec![unwrap.clone()],
-        },
-        UnitReport {
-            skill: "security-review".into(),
-            skills: vec!["security-review".into()],
-            path: "web/app.js".into(),
-            start_line: 1,
-            end_line: 8,
-            optional: false,
-            status: UnitStatus::TimedOut,
-            route: None,
-            reason: "less than half the hunk budget left".into(),
-            routes_tried: vec!["primary".into()],
-            attempts: vec![attempt(1, "primary", "timeout", Some("total"), 120_000)],
-            findings: vec![],
-        },
-        UnitReport {
-            skill: "code-review".into(),
-            skills: vec!["code-review".into()],
-            path: "web/app.js".into(),
-            start_line: 1,
-            end_line: 8,
-            optional: false,
-            status: UnitStatus::Skipped,
-            route: None,
-            reason: "the review budget ran out before the unit started".into(),
-            routes_tried: vec![],
-            attempts: vec![],
-            findings: vec![],
-        },
-    ];
-    let mut routes = BTreeMap::new();
-    routes.insert("primary".to_string(), metrics(3, 1, 2, BreakerState::Open));
-    routes.insert(
-        "fallback".to_string(),
-        metrics(1, 1, 0, BreakerState::Closed),
-    );
-    Report {
-        schema_version: 1,
-        outcome: ReviewOutcome::Partial,
-        target: "main...HEAD (clean tree)".into(),
-        duration_ms: 900_000,
-        budget_ms: 900_000,
-        budget_expired: true,
-        interrupted: false,
-        summary: Summary {
-            units: 4,
-            reviewed: 2,
-            timed_out: 1,
-            unavailable: 0,
-            failed: 0,
-            cancelled: 0,
-            skipped: 1,
-            findings: 2,
-            findings_dropped: 0,
-        },
-        counters: report::Counters {
-            attempts: 4,
-            timeouts: 2,
-            failovers: 1,
-            retries: 0,
-            units_not_reviewed: 2,
-        },
-        units,
-        findings: vec![sqli, unwrap],
-        verification: None,
-        skipped_files: vec![Skipped {
-            path: "package-lock.json".into(),
-            reason: "builtin:lockfile".into(),
-            detail: "built-in ignore (lockfile)".into(),
-            added: 1,
-            removed: 1,
-        }],
-        route_order: vec!["primary".into(), "fallback".into()],
-        routes,
-        fail_on: "high".into(),
-        report_on: Severity::Low,
-        min_confidence: Confidence::Medium,
-        skills: vec![
-            SkillInfo {
-                name: "code-review".into(),
-                description: "Finds bugs, broken logic and risky changes in a diff.".into(),
-                summary: "Look for defects:\n\n- logic errors;\n- `unwrap()` on input <b>the code</b> should expect.".into(),
-                origin: SkillSource::BuiltIn,
-                path: None,
-                overrides_builtin: false,
-            },
-            SkillInfo {
-                name: "security-review".into(),
-                description: "Finds exploitable security weaknesses introduced by a diff.".into(),
-                summary: "Report only weaknesses an attacker could plausibly exploit.".into(),
-                origin: SkillSource::Base,
-                path: Some(".warden/skills/security-review/SKILL.md".into()),
-                overrides_builtin: true,
-            },
-        ],
-        vcs: Some(Vcs {
-            repository_uri: Some("https://github.com/acme/shop".into()),
-            revision: Some("0123456789abcdef0123456789abcdef01234567".into()),
-            branch: Some("feature/users".into()),
-            web_url: Some("https://github.com/acme/shop".into()),
-        }),
-        trust: Some(TrustReport {
-            config_from: ConfigFrom::Base,
-            commit: Some("1a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d".into()),
-            reason: "CI is set".into(),
-            config_file: Some("1a2b3c4:warden.toml".into()),
-            changed_by_review: vec!["warden.toml".into()],
-        }),
-    }
+    fixture_with(&Settings::default())
 }
 
 /// A schema from the repository's `schemas/` folder.
@@ -358,16 +321,24 @@ fn github_annotations_and_step_summary() {
 
 #[test]
 fn exit_codes_follow_fail_on_and_completeness() {
-    let r = fixture();
-    assert_eq!(r.exit_code(FailOn::At(Severity::High)), 1);
+    let with = |fail_on| {
+        fixture_with(&Settings {
+            fail_on,
+            ..Settings::default()
+        })
+    };
+    let r = with(FailOn::At(Severity::High));
+    assert_eq!(r.exit_code(), 1);
     assert_eq!(
-        r.exit_code(FailOn::At(Severity::Critical)),
+        with(FailOn::At(Severity::Critical)).exit_code(),
         3,
         "partial, no finding at critical"
     );
-    assert_eq!(r.exit_code(FailOn::Off), 3);
-    let mut complete = fixture();
+    assert_eq!(with(FailOn::Off).exit_code(), 3);
+    let mut complete = with(FailOn::Off);
     complete.outcome = ReviewOutcome::Complete;
-    assert_eq!(complete.exit_code(FailOn::Off), 0);
-    assert_eq!(complete.exit_code(FailOn::At(Severity::Medium)), 1);
+    assert_eq!(complete.exit_code(), 0);
+    let mut complete = with(FailOn::At(Severity::Medium));
+    complete.outcome = ReviewOutcome::Complete;
+    assert_eq!(complete.exit_code(), 1);
 }

@@ -179,6 +179,7 @@ pub fn units(n: usize) -> Vec<UnitWork> {
                 path: format!("src/f{i}.rs"),
                 priority: 40,
             },
+            routes: vec![],
         })
         .collect()
 }

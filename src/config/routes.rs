@@ -1,0 +1,158 @@
+//! `[[routes]]` → [`Route`]s, and Warden's `[defaults] model = "provider/model"` as a
+//! single route when the file has none.
+
+use super::raw::{RawRoute, S};
+use super::resolve::Ctx;
+use super::settings::*;
+use crate::error::Error;
+
+/// Resolves the routes in file order (= failover order); names are unique.
+pub(super) fn resolve_routes(
+    raw: &[RawRoute],
+    ctx: &Ctx,
+    default_cap: usize,
+) -> Result<Vec<Route>, Error> {
+    let mut routes: Vec<Route> = Vec::new();
+    for r in raw {
+        let route = resolve_route(r, ctx, default_cap)?;
+        if routes.iter().any(|x| x.name == route.name) {
+            return Err(ctx.err(
+                &r.name,
+                format!(
+                    "route name `{}` is used twice: give each [[routes]] entry its own name",
+                    route.name
+                ),
+            ));
+        }
+        routes.push(route);
+    }
+    Ok(routes)
+}
+
+fn resolve_route(r: &RawRoute, ctx: &Ctx, default_cap: usize) -> Result<Route, Error> {
+    let name = r.name.get_ref().trim().to_string();
+    if name.is_empty() {
+        return Err(ctx.err(&r.name, "routes.name: must not be empty"));
+    }
+    let provider = ProviderKind::parse(r.provider.get_ref()).ok_or_else(|| {
+        ctx.err(
+            &r.provider,
+            format!(
+                "route `{name}`: unknown provider `{}`: expected one of {}",
+                r.provider.get_ref(),
+                ProviderKind::NAMES
+            ),
+        )
+    })?;
+    let model = match (&r.model, provider) {
+        (Some(m), _) if !m.get_ref().trim().is_empty() => m.get_ref().trim().to_string(),
+        (_, ProviderKind::Sim) => "sim-reviewer".to_string(),
+        (Some(m), _) => return Err(ctx.err(m, format!("route `{name}`: model must not be empty"))),
+        (None, _) => {
+            return Err(ctx.err(
+                &r.name,
+                format!(
+                    "route `{name}`: missing `model` (for example model = \"claude-sonnet-4-5\")"
+                ),
+            ));
+        }
+    };
+    let mut route = Route::new(&name, provider, &model, default_cap);
+    if let Some(v) = &r.api_key_env {
+        route.api_key_env = Some(v.get_ref().clone());
+    }
+    if let Some(c) = &r.max_concurrency {
+        route.max_concurrency = ctx.positive(c, &format!("route `{name}` maxConcurrency"))? as usize;
+    }
+    route.stream = r.stream.unwrap_or(true);
+    if let Some(t) = &r.max_tokens {
+        route.max_tokens = ctx.positive(t, &format!("route `{name}` maxTokens"))?;
+    }
+    route.base_url = r
+        .base_url
+        .as_ref()
+        .map(|u| base_url(u, &name, ctx))
+        .transpose()?;
+    route.sim = sim_options(r, &name, ctx)?;
+    Ok(route)
+}
+
+/// A `baseUrl` must be an http(s) URL that parses (a space in it is an error here, not a
+/// panic when the first request is built).
+fn base_url(u: &S<String>, route: &str, ctx: &Ctx) -> Result<String, Error> {
+    let url = u.get_ref().trim();
+    if !(url.starts_with("http://") || url.starts_with("https://")) {
+        return Err(ctx.err(
+            u,
+            format!("route `{route}`: baseUrl `{url}` must start with http:// or https://"),
+        ));
+    }
+    let parsed = reqwest::Url::parse(url).map_err(|e| {
+        ctx.err(
+            u,
+            format!("route `{route}`: baseUrl `{url}` is not a valid URL ({e}): write it like \"http://127.0.0.1:4000/v1\""),
+        )
+    })?;
+    if parsed.host_str().is_none_or(str::is_empty) || url.contains(char::is_whitespace) {
+        return Err(ctx.err(
+            u,
+            format!("route `{route}`: baseUrl `{url}` is not a valid URL (no host, or white space in it): write it like \"http://127.0.0.1:4000/v1\""),
+        ));
+    }
+    Ok(url.trim_end_matches('/').to_string())
+}
+
+fn sim_options(r: &RawRoute, name: &str, ctx: &Ctx) -> Result<SimOptions, Error> {
+    let mut sim = SimOptions::default();
+    if let Some(p) = &r.profile {
+        let known = crate::provider::sim::PROFILES;
+        if !known.contains(&p.get_ref().as_str()) {
+            return Err(ctx.err(
+                p,
+                format!(
+                    "route `{name}`: unknown sim profile `{}`: expected one of {}",
+                    p.get_ref(),
+                    known.join(", ")
+                ),
+            ));
+        }
+        sim.profile = p.get_ref().clone();
+    }
+    if let Some(t) = &r.time_scale {
+        if !(*t.get_ref() >= 1.0 && t.get_ref().is_finite()) {
+            return Err(ctx.err(
+                t,
+                format!("route `{name}`: timeScale must be a number >= 1 (60 plays a minute in a second)"),
+            ));
+        }
+        sim.time_scale = *t.get_ref();
+    }
+    if let Some(seed) = r.seed {
+        sim.seed = seed;
+    }
+    Ok(sim)
+}
+
+/// Warden's `[defaults] model = "provider/model"` as a single route.
+pub(super) fn route_from_selector(
+    m: &S<String>,
+    ctx: &Ctx,
+    cap: usize,
+    warnings: &mut Vec<String>,
+) -> Result<Route, Error> {
+    let sel = m.get_ref().trim();
+    let (provider, model) = match sel.split_once('/') {
+        Some((p, rest)) if ProviderKind::parse(p).is_some() && !rest.is_empty() => {
+            (ProviderKind::parse(p).expect("checked"), rest.to_string())
+        }
+        _ if !sel.is_empty() => {
+            warnings.push(format!(
+                "defaults.model `{sel}` names no known provider prefix ({}); using it as an OpenRouter model id",
+                ProviderKind::NAMES
+            ));
+            (ProviderKind::OpenRouter, sel.to_string())
+        }
+        _ => return Err(ctx.err(m, "defaults.model: must not be empty")),
+    };
+    Ok(Route::new("default", provider, &model, cap))
+}

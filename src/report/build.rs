@@ -1,0 +1,248 @@
+//! The report from the plan and what the engine returned: each unit's status and
+//! attempts, and its findings filtered by its skill's resolved thresholds (the same
+//! thresholds decide the exit code, through `Finding::fails_run`).
+
+use super::{
+    AttemptReport, Counters, Finding, Report, ReviewOutcome, SCHEMA_VERSION, SkillInfo,
+    Summary, UnitReport, dedupe, fnv1a, metrics, source,
+};
+use crate::chunk::{Chunk, ChunkLineKind};
+use crate::config::{Settings, Thresholds};
+use crate::engine::{EngineReport, UnitResult, UnitStatus};
+use crate::findings::ModelFinding;
+use crate::plan::{Plan, Unit};
+use crate::provider::Outcome;
+use crate::skills::ActiveSkill;
+use crate::verify::{Pass, Verdict};
+use std::collections::BTreeMap;
+
+/// Builds the report.
+pub fn build(
+    plan: &Plan,
+    engine: &EngineReport,
+    settings: &Settings,
+    active: &[ActiveSkill],
+    verification: Option<&Pass>,
+) -> Report {
+    let mut summary = Summary {
+        units: plan.units.len(),
+        ..Summary::default()
+    };
+    let mut judge = Judge {
+        active,
+        defaults: settings.default_thresholds(),
+        verification,
+        per_skill: BTreeMap::new(),
+        dropped: 0,
+    };
+    let mut units: Vec<UnitReport> = plan
+        .units
+        .iter()
+        .zip(&engine.units)
+        .map(|(unit, result)| {
+            summary.count(result.status);
+            summary.findings_dropped += result.dropped_findings;
+            unit_report(plan, unit, result, &mut judge)
+        })
+        .collect();
+    summary.findings_dropped += judge.dropped + dedupe::remove_duplicates(&mut units);
+    let mut findings: Vec<Finding> = units.iter().flat_map(|u| u.findings.clone()).collect();
+    findings.sort_by(|a, b| {
+        b.severity
+            .cmp(&a.severity)
+            .then_with(|| a.path.cmp(&b.path))
+            .then(a.start_line.cmp(&b.start_line))
+    });
+    summary.findings = findings.len();
+    Report {
+        schema_version: SCHEMA_VERSION,
+        outcome: summary.outcome(),
+        target: plan.target.clone(),
+        duration_ms: engine.elapsed.as_millis() as u64,
+        budget_ms: engine.budget.as_millis() as u64,
+        budget_expired: engine.budget_expired,
+        interrupted: engine.interrupted,
+        routes: metrics::route_metrics(engine, &units, verification.map(|v| &v.engine)),
+        route_order: engine.route_order.clone(),
+        counters: counters(&units, &summary),
+        summary,
+        units,
+        findings,
+        skipped_files: plan.skipped_files.clone(),
+        verification: verification.map(|v| v.summary.clone()),
+        fail_on: settings.fail_on.to_string(),
+        report_on: settings.report_on,
+        min_confidence: settings.min_confidence,
+        skills: SkillInfo::from_active(active),
+        vcs: None,
+        trust: None,
+    }
+}
+
+impl Summary {
+    fn count(&mut self, status: UnitStatus) {
+        match status {
+            UnitStatus::Reviewed => self.reviewed += 1,
+            UnitStatus::TimedOut => self.timed_out += 1,
+            UnitStatus::Unavailable => self.unavailable += 1,
+            UnitStatus::Failed => self.failed += 1,
+            UnitStatus::Cancelled => self.cancelled += 1,
+            UnitStatus::Skipped => self.skipped += 1,
+        }
+    }
+
+    /// Section 5: complete when every unit was reviewed (an empty plan is complete),
+    /// unavailable when there were units and none was, partial otherwise.
+    fn outcome(&self) -> ReviewOutcome {
+        if self.reviewed == self.units {
+            ReviewOutcome::Complete
+        } else if self.reviewed == 0 {
+            ReviewOutcome::Unavailable
+        } else {
+            ReviewOutcome::Partial
+        }
+    }
+}
+
+/// Applies each skill's thresholds to the findings, in unit order.
+struct Judge<'a> {
+    active: &'a [ActiveSkill],
+    defaults: Thresholds,
+    verification: Option<&'a Pass>,
+    /// Findings reported so far per skill (for `maxFindings`).
+    per_skill: BTreeMap<String, usize>,
+    /// Findings filtered out (confidence, severity, cap).
+    dropped: usize,
+}
+
+impl Judge<'_> {
+    fn thresholds(&self, skill: &str) -> Thresholds {
+        self.active
+            .iter()
+            .find(|a| a.skill.name == skill)
+            .map_or(self.defaults, |a| a.thresholds)
+    }
+
+    /// Whether a finding of `skill` is reported; counts it if so.
+    fn keep(&mut self, skill: &str, f: &ModelFinding) -> Option<Thresholds> {
+        let t = self.thresholds(skill);
+        let count = self.per_skill.entry(skill.to_string()).or_default();
+        if f.confidence < t.min_confidence
+            || f.severity < t.shown_from()
+            || t.max_findings.is_some_and(|m| *count >= m)
+        {
+            self.dropped += 1;
+            return None;
+        }
+        *count += 1;
+        Some(t)
+    }
+}
+
+fn unit_report(plan: &Plan, unit: &Unit, result: &UnitResult, judge: &mut Judge) -> UnitReport {
+    let chunk = &plan.files[unit.file].chunks[unit.chunk];
+    let model = result
+        .attempts
+        .last()
+        .map(|a| {
+            a.record
+                .model_answered
+                .clone()
+                .unwrap_or_else(|| a.record.model.clone())
+        })
+        .unwrap_or_default();
+    let mut findings = Vec::new();
+    for (fi, f) in result.findings.iter().enumerate() {
+        // A consolidated unit's finding belongs to the skill the model named (if it is one
+        // of the unit's), else to the unit's first skill.
+        let skill = f
+            .skill
+            .as_ref()
+            .filter(|s| unit.skills.contains(s))
+            .unwrap_or(&unit.skills[0]);
+        let Some(t) = judge.keep(skill, f) else {
+            continue;
+        };
+        let verdict = judge.verification.map(|v| {
+            v.verdicts
+                .get(&(result.unit, fi))
+                .copied()
+                .unwrap_or(Verdict::Unverified)
+        });
+        let mut finding = finding(unit, chunk, skill, f, result, &model);
+        finding.fails_run = t.fail_on.fails(f.severity);
+        finding.verification = verdict;
+        findings.push(finding);
+    }
+    UnitReport {
+        skill: unit.skill.clone(),
+        skills: unit.skills.clone(),
+        path: unit.path.to_string(),
+        start_line: unit.start_line,
+        end_line: unit.end_line,
+        optional: unit.optional,
+        status: result.status,
+        route: result.route.clone(),
+        reason: result.reason.clone(),
+        routes_tried: result.routes_tried.clone(),
+        attempts: result.attempts.iter().map(AttemptReport::from).collect(),
+        findings,
+    }
+}
+
+/// The stable id of a finding: skill, file, title and the text of its first line, so it
+/// survives line shifts. SARIF's fingerprint is the same hash.
+pub(crate) fn finding_hash(skill: &str, path: &str, title: &str, line_text: &str) -> u64 {
+    fnv1a(&[skill, path, &title.to_lowercase(), line_text])
+}
+
+fn finding(
+    unit: &Unit,
+    chunk: &Chunk,
+    skill: &str,
+    f: &ModelFinding,
+    result: &UnitResult,
+    model: &str,
+) -> Finding {
+    let path = unit.path.to_string();
+    let line_text = chunk
+        .lines
+        .iter()
+        .find(|l| l.kind != ChunkLineKind::Removed && l.new_no == Some(f.line))
+        .map(|l| l.text.trim().to_string())
+        .unwrap_or_default();
+    Finding {
+        id: format!("W{:016x}", finding_hash(skill, &path, &f.title, &line_text)),
+        skill: skill.to_string(),
+        severity: f.severity,
+        confidence: f.confidence,
+        title: f.title.clone(),
+        description: f.description.clone(),
+        suggestion: f.suggestion.clone(),
+        replacement: f.replacement.clone(),
+        context: source::context(chunk, f.line, f.end_line),
+        path,
+        start_line: f.line,
+        end_line: f.end_line,
+        route: result.route.clone().unwrap_or_default(),
+        model: model.to_string(),
+        fails_run: false,
+        verification: None,
+        line_text,
+    }
+}
+
+fn counters(units: &[UnitReport], summary: &Summary) -> Counters {
+    let moves = || units.iter().flat_map(|u| u.routes_tried.windows(2));
+    Counters {
+        attempts: units.iter().map(|u| u.attempts.len()).sum(),
+        timeouts: units
+            .iter()
+            .flat_map(|u| &u.attempts)
+            .filter(|a| a.outcome == Outcome::Timeout)
+            .count(),
+        failovers: moves().filter(|w| w[0] != w[1]).count(),
+        retries: moves().filter(|w| w[0] == w[1]).count(),
+        units_not_reviewed: summary.units - summary.reviewed,
+    }
+}
