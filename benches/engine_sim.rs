@@ -80,6 +80,7 @@ fn ours(seed: u64) -> Figures {
                 lines: (1, 10),
                 optional: false,
                 labels: Default::default(),
+                routes: vec![],
             })
             .collect();
         let r = Engine::new(routes, Execution::default(), Sink::none())

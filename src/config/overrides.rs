@@ -63,7 +63,11 @@ impl Settings {
         }
         let scale = f64::from(SIM_SCALE);
         // The simulator replaces every route, so skills' route restrictions go too.
-        for sk in self.skills.iter_mut().chain(self.triggers.iter_mut().map(|t| &mut t.config)) {
+        for sk in self
+            .skills
+            .iter_mut()
+            .chain(self.triggers.iter_mut().map(|t| &mut t.config))
+        {
             sk.routes = None;
         }
         self.routes = vec![

@@ -3,8 +3,8 @@
 
 use super::raw::{RawBreaker, RawChunking, RawConfig, RawDefaults, RawExecution, S};
 use super::routes::{resolve_routes, route_from_selector};
-use super::skills::{output_thresholds, resolve_skills, resolve_triggers};
 use super::settings::*;
+use super::skills::{output_thresholds, resolve_skills, resolve_triggers};
 use crate::error::Error;
 use crate::scan::path_rules::PathRules;
 use crate::severity::{Confidence, FailOn, Severity};
@@ -179,10 +179,10 @@ fn check_version(raw: &RawConfig, ctx: &Ctx) -> Result<(), Error> {
 /// `[defaults.output] failOn, commentOn, maxFindings` (the newer key wins).
 fn resolve_thresholds(s: &mut Settings, d: &RawDefaults, ctx: &Ctx) -> Result<(), Error> {
     if let Some(o) = &d.output {
-        let (fail_on, comment_on, max) = output_thresholds(o, ctx, "defaults.output")?;
-        s.fail_on = fail_on.unwrap_or(s.fail_on);
-        s.report_on = comment_on.unwrap_or(s.report_on);
-        s.max_findings = max.or(s.max_findings);
+        let out = output_thresholds(o, ctx, "defaults.output")?;
+        s.fail_on = out.fail_on.unwrap_or(s.fail_on);
+        s.report_on = out.report_on.unwrap_or(s.report_on);
+        s.max_findings = out.max_findings.or(s.max_findings);
     }
     if let Some(v) = &d.fail_on {
         s.fail_on = ctx.parse::<FailOn>(v, "defaults.failOn")?;
@@ -205,8 +205,14 @@ fn resolve_paths(s: &mut Settings, d: &RawDefaults, ctx: &Ctx) -> Result<(), Err
     let filters = d.filters.as_ref();
     let lists = [
         (d.ignore_paths.as_ref(), "defaults.ignorePaths"),
-        (d.ignore.as_ref().and_then(|i| i.paths.as_ref()), "defaults.ignore.paths"),
-        (filters.and_then(|f| f.ignore_paths.as_ref()), "defaults.filters.ignorePaths"),
+        (
+            d.ignore.as_ref().and_then(|i| i.paths.as_ref()),
+            "defaults.ignore.paths",
+        ),
+        (
+            filters.and_then(|f| f.ignore_paths.as_ref()),
+            "defaults.filters.ignorePaths",
+        ),
     ];
     let mut ignore: Vec<String> = Vec::new();
     for (v, key) in lists {

@@ -62,7 +62,8 @@ fn resolve_route(r: &RawRoute, ctx: &Ctx, default_cap: usize) -> Result<Route, E
         route.api_key_env = Some(v.get_ref().clone());
     }
     if let Some(c) = &r.max_concurrency {
-        route.max_concurrency = ctx.positive(c, &format!("route `{name}` maxConcurrency"))? as usize;
+        route.max_concurrency =
+            ctx.positive(c, &format!("route `{name}` maxConcurrency"))? as usize;
     }
     route.stream = r.stream.unwrap_or(true);
     if let Some(t) = &r.max_tokens {

@@ -147,7 +147,11 @@ fn skill_routes(
     routes: &[Route],
     ctx: &Ctx,
 ) -> Result<Vec<String>, Error> {
-    let names: Vec<String> = list.get_ref().iter().map(|n| n.trim().to_string()).collect();
+    let names: Vec<String> = list
+        .get_ref()
+        .iter()
+        .map(|n| n.trim().to_string())
+        .collect();
     if names.is_empty() {
         return Err(ctx.err(
             list,
@@ -215,8 +219,10 @@ pub(super) fn resolve_triggers(
             apply_filters(&mut cfg, f, ctx, &format!("trigger `{name}` filters"))?;
         }
         if let Some(o) = &t.output {
-            let th = output_thresholds(o, ctx, "triggers.output")?;
-            (cfg.fail_on, cfg.report_on, cfg.max_findings) = th;
+            let out = output_thresholds(o, ctx, "triggers.output")?;
+            cfg.fail_on = out.fail_on;
+            cfg.report_on = out.report_on;
+            cfg.max_findings = out.max_findings;
         }
         out.push(Trigger {
             name,
@@ -228,15 +234,19 @@ pub(super) fn resolve_triggers(
     Ok(out)
 }
 
-/// `[…output] failOn, commentOn, maxFindings` (commentOn is the lowest severity shown).
-pub(super) fn output_thresholds(
-    o: &RawOutput,
-    ctx: &Ctx,
-    section: &str,
-) -> Result<(Option<FailOn>, Option<Severity>, Option<usize>), Error> {
-    Ok((
-        parse_opt(ctx, &o.fail_on, &format!("{section}.failOn"))?,
-        parse_opt(ctx, &o.comment_on, &format!("{section}.commentOn"))?,
-        o.max_findings.map(|n| n as usize),
-    ))
+/// `[…output]` thresholds of Warden's earlier layout.
+pub(super) struct Output {
+    pub fail_on: Option<FailOn>,
+    /// `commentOn`: the lowest severity shown, our `reportOn`.
+    pub report_on: Option<Severity>,
+    pub max_findings: Option<usize>,
+}
+
+/// `[…output] failOn, commentOn, maxFindings`.
+pub(super) fn output_thresholds(o: &RawOutput, ctx: &Ctx, section: &str) -> Result<Output, Error> {
+    Ok(Output {
+        fail_on: parse_opt(ctx, &o.fail_on, &format!("{section}.failOn"))?,
+        report_on: parse_opt(ctx, &o.comment_on, &format!("{section}.commentOn"))?,
+        max_findings: o.max_findings.map(|n| n as usize),
+    })
 }

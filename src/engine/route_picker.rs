@@ -30,7 +30,10 @@ pub struct Ordered;
 impl RouteOrder for Ordered {
     fn order(&self, input: OrderInput<'_>) -> Vec<usize> {
         let a = input.allowed;
-        match input.last_failed.and_then(|l| a.iter().position(|r| *r == l)) {
+        match input
+            .last_failed
+            .and_then(|l| a.iter().position(|r| *r == l))
+        {
             None => a.to_vec(),
             Some(p) => a[p + 1..].iter().chain(&a[..=p]).copied().collect(),
         }

@@ -3,8 +3,8 @@
 //! thresholds decide the exit code, through `Finding::fails_run`).
 
 use super::{
-    AttemptReport, Counters, Finding, Report, ReviewOutcome, SCHEMA_VERSION, SkillInfo,
-    Summary, UnitReport, dedupe, fnv1a, metrics, source,
+    AttemptReport, Counters, Finding, Report, ReviewOutcome, SCHEMA_VERSION, SkillInfo, Summary,
+    UnitReport, dedupe, fnv1a, metrics, source,
 };
 use crate::chunk::{Chunk, ChunkLineKind};
 use crate::config::{Settings, Thresholds};

@@ -87,11 +87,20 @@ pub(super) fn route_metrics(
         .flat_map(|u| &u.attempts)
         .map(AttemptReport::from)
         .collect();
-    let attempts: Vec<&AttemptReport> = units.iter().flat_map(|u| &u.attempts).chain(&later).collect();
+    let attempts: Vec<&AttemptReport> = units
+        .iter()
+        .flat_map(|u| &u.attempts)
+        .chain(&later)
+        .collect();
     let tried: Vec<&[String]> = units
         .iter()
         .map(|u| u.routes_tried.as_slice())
-        .chain(verification.iter().flat_map(|v| &v.units).map(|u| u.routes_tried.as_slice()))
+        .chain(
+            verification
+                .iter()
+                .flat_map(|v| &v.units)
+                .map(|u| u.routes_tried.as_slice()),
+        )
         .collect();
     engine
         .route_order
@@ -101,8 +110,11 @@ pub(super) fn route_metrics(
             let summary = verification
                 .and_then(|v| v.routes.get(name))
                 .unwrap_or(&engine.routes[name]);
-            let mine: Vec<&AttemptReport> =
-                attempts.iter().copied().filter(|a| &a.route == name).collect();
+            let mine: Vec<&AttemptReport> = attempts
+                .iter()
+                .copied()
+                .filter(|a| &a.route == name)
+                .collect();
             let not_reviewed = units
                 .iter()
                 .filter(|u| u.status != UnitStatus::Reviewed && u.routes_tried.contains(name))

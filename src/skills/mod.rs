@@ -179,14 +179,19 @@ pub fn select_for(
             .map(|t| t.config.clone())
             .collect()
     } else {
-        DEFAULT_SKILLS.iter().map(|n| config_of(settings, n)).collect()
+        DEFAULT_SKILLS
+            .iter()
+            .map(|n| config_of(settings, n))
+            .collect()
     };
     let mut out: Vec<ActiveSkill> = Vec::new();
     for mut config in configs {
         if out.iter().any(|a| a.skill.name == config.name) {
             continue;
         }
-        let skill = catalog.get(&config.name).ok_or_else(|| unknown(catalog, &config.name))?;
+        let skill = catalog
+            .get(&config.name)
+            .ok_or_else(|| unknown(catalog, &config.name))?;
         if config.paths.is_none() {
             config.paths = settings.default_paths.clone();
         }
@@ -237,7 +242,9 @@ pub fn add_inline(catalog: &mut Catalog, settings: &Settings) {
         };
         if let Some(pos) = catalog.skills.iter().position(|x| x.name == s.name) {
             let hidden = std::mem::replace(&mut catalog.skills[pos], skill);
-            catalog.shadowed.push((hidden, SkillOrigin::Repo(file.clone())));
+            catalog
+                .shadowed
+                .push((hidden, SkillOrigin::Repo(file.clone())));
         } else {
             catalog.skills.insert(0, skill);
         }

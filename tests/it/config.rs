@@ -144,3 +144,319 @@ fn the_example_config_loads_without_warnings() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+// ---- policy resolved once; Warden's earlier layout ---------------------------------------
+
+/// `warden ARGS` on the demo diff with `config` (outside any repository); (code, JSON, stderr).
+fn demo(config: &str, args: &[&str]) -> (i32, serde_json::Value, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("warden.toml");
+    std::fs::write(&path, config).unwrap();
+    let out = warden()
+        .current_dir(dir.path())
+        .args(args)
+        .args(["--json", "-c", path.to_str().unwrap(), "--diff"])
+        .arg(fixture("demo.diff"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    let v = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {stderr}"));
+    (out.status.code().unwrap(), v, stderr)
+}
+
+fn severities(v: &serde_json::Value) -> Vec<String> {
+    v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["severity"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn with_every_skill_at_fail_on_off_a_high_finding_exits_0() {
+    let cfg = "version = 1\n[defaults]\nfailOn = \"high\"\n\
+               [[skills]]\nname = \"code-review\"\nfailOn = \"off\"\n\
+               [[skills]]\nname = \"security-review\"\nfailOn = \"off\"\n";
+    let (code, v, err) = demo(cfg, &["review", "--sim"]);
+    assert_eq!(v["outcome"], "complete", "{err}");
+    assert!(severities(&v).contains(&"high".to_string()), "{v}");
+    assert_eq!(code, 0, "failOn = off on every skill: {v}");
+    assert!(
+        v["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|f| f["failsRun"] == false)
+    );
+    // One skill that fails on high is enough to fail the run.
+    let cfg = cfg.replacen("failOn = \"off\"", "failOn = \"high\"", 2);
+    let cfg = cfg.replacen(
+        "failOn = \"high\"\n[[skills]]\nname = \"code-review\"\nfailOn = \"high\"",
+        "failOn = \"high\"\n[[skills]]\nname = \"code-review\"\nfailOn = \"off\"",
+        1,
+    );
+    let (code, v, _) = demo(&cfg, &["review", "--sim"]);
+    assert_eq!(code, 1, "security-review fails on its high findings: {v}");
+    // The command line wins over every skill.
+    let (code, _, _) = demo(&cfg, &["review", "--sim", "--fail-on", "off"]);
+    assert_eq!(code, 0);
+}
+
+#[test]
+fn per_skill_report_on_and_max_findings_filter_the_report() {
+    let cfg = "version = 1\n\
+               [[skills]]\nname = \"code-review\"\nreportOn = \"high\"\n\
+               [[skills]]\nname = \"security-review\"\nmaxFindings = 1\n";
+    let (_, v, _) = demo(cfg, &["review", "--sim", "--fail-on", "off"]);
+    let by_skill = |s: &str| -> Vec<String> {
+        v["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|f| f["skill"] == s)
+            .map(|f| f["severity"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert!(
+        by_skill("code-review").is_empty(),
+        "medium and info are below its reportOn: {v}"
+    );
+    assert_eq!(by_skill("security-review").len(), 1, "{v}");
+}
+
+/// Warden's own repository's config in early 2026 (earlier layout), with its skills.
+const EARLIER_LAYOUT: &str = r#"version = 1
+
+[defaults.output]
+# Fail check on high+ severity findings (critical, high)
+failOn = "high"
+# Show annotations for medium+ severity findings
+commentOn = "medium"
+
+[[triggers]]
+name = "find-bugs"
+event = "pull_request"
+actions = ["opened", "synchronize", "reopened"]
+skill = "find-bugs"
+
+[[triggers]]
+name = "testing-guidelines"
+event = "pull_request"
+actions = ["opened", "synchronize", "reopened"]
+skill = "testing-guidelines"
+
+[triggers.filters]
+paths = ["tests/**"]
+"#;
+
+fn earlier_layout_repo() -> Repo {
+    let r = Repo::new();
+    for skill in ["find-bugs", "testing-guidelines", "unused-skill"] {
+        r.write(
+            &format!(".warden/skills/{skill}/SKILL.md"),
+            format!("---\nname: {skill}\ndescription: {skill}\n---\nReview the change.\n"),
+        );
+    }
+    r.config(EARLIER_LAYOUT);
+    r.write("src/users.py", "def f():\n    return 1\n");
+    r.write("tests/test_users.py", "def test_f():\n    assert True\n");
+    r.commit_all("base");
+    r.write(
+        "src/users.py",
+        "def f(term):\n    query = \"SELECT id FROM users WHERE name = '\" + term + \"'\"\n    el.innerHTML = term\n    # TODO: paginate\n    return 1\n",
+    );
+    r.write(
+        "tests/test_users.py",
+        "def test_f():\n    assert f('x') == 1\n",
+    );
+    r
+}
+
+#[test]
+fn warden_s_earlier_layout_runs_exactly_its_triggers_skills_with_its_output_thresholds() {
+    let r = earlier_layout_repo();
+    let out = r.warden(&["plan", "--json"]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        !stderr.contains("unknown key"),
+        "both layouts are understood: {stderr}"
+    );
+    let plan: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        plan["skills"],
+        serde_json::json!(["find-bugs", "testing-guidelines"])
+    );
+    // [triggers.filters] paths: testing-guidelines only reviews tests/.
+    for u in plan["units"].as_array().unwrap() {
+        if u["skill"] == "testing-guidelines" {
+            assert!(u["path"].as_str().unwrap().starts_with("tests/"), "{u}");
+        }
+    }
+
+    let out = r.warden(&["review", "--sim", "--json"]).output().unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["outcome"], "complete", "{v}");
+    assert_eq!(v["failOn"], "high");
+    assert_eq!(
+        v["reportOn"], "medium",
+        "commentOn is the lowest severity shown"
+    );
+    let skills: std::collections::BTreeSet<&str> = v["units"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|u| u["skill"].as_str().unwrap())
+        .collect();
+    assert_eq!(skills, ["find-bugs", "testing-guidelines"].into());
+    let sev = severities(&v);
+    assert!(sev.contains(&"high".to_string()), "{v}");
+    assert!(
+        sev.iter()
+            .all(|s| s == "high" || s == "medium" || s == "critical"),
+        "nothing below commentOn: {sev:?}"
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "failOn = high from [defaults.output]"
+    );
+}
+
+#[test]
+fn in_ci_earlier_layout_triggers_match_the_event_and_its_action() {
+    let r = earlier_layout_repo();
+    let cfg = EARLIER_LAYOUT.replacen(
+        "event = \"pull_request\"\nactions = [\"opened\", \"synchronize\", \"reopened\"]\nskill = \"find-bugs\"",
+        "event = \"issues\"\nactions = [\"opened\"]\nskill = \"find-bugs\"",
+        1,
+    );
+    r.config(&cfg);
+    r.commit_all("config");
+    r.write("src/users.py", "def f(term):\n    return term\n");
+    let event = r.path().join("event.json");
+    std::fs::write(&event, r#"{"action": "synchronize"}"#).unwrap();
+    let plan = |name: &str| -> serde_json::Value {
+        let out = r
+            .warden(&["plan", "--json"])
+            .env("CI", "true")
+            .env("GITHUB_EVENT_NAME", name)
+            .env("GITHUB_EVENT_PATH", &event)
+            .output()
+            .unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    assert_eq!(
+        plan("pull_request")["skills"],
+        serde_json::json!(["testing-guidelines"])
+    );
+    assert_eq!(
+        plan("issues")["skills"],
+        serde_json::json!([]),
+        "issues/opened only"
+    );
+    // Locally every trigger's skill runs.
+    assert_eq!(
+        r.plan(&[])["skills"],
+        serde_json::json!(["find-bugs", "testing-guidelines"])
+    );
+}
+
+#[test]
+fn when_a_file_mixes_layouts_the_newer_key_wins() {
+    let cfg = "version = 1\n[defaults]\nfailOn = \"critical\"\nreportOn = \"low\"\n\
+               [defaults.output]\nfailOn = \"low\"\ncommentOn = \"high\"\nmaxFindings = 2\n";
+    let (code, v, _) = demo(cfg, &["review", "--sim"]);
+    assert_eq!(v["failOn"], "critical");
+    assert_eq!(v["reportOn"], "low");
+    assert_eq!(
+        v["findings"].as_array().unwrap().len(),
+        4,
+        "maxFindings 2 per skill: {v}"
+    );
+    assert_eq!(code, 0, "no critical finding in the demo");
+}
+
+#[test]
+fn inline_skills_and_warden_s_per_skill_model() {
+    let cfg = "version = 1\n\
+               [[skills]]\nname = \"api-review\"\ndescription = \"Consistent APIs\"\nprompt = \"Check naming.\"\n\
+               [skills.tools]\nallowed = [\"Read\"]\n\
+               [[triggers]]\nname = \"api\"\nevent = \"pull_request\"\nactions = [\"opened\"]\nskill = \"api-review\"\nmodel = \"claude-opus\"\n\
+               [triggers.output]\nfailOn = \"off\"\n";
+    let (code, v, stderr) = demo(cfg, &["review", "--sim"]);
+    assert!(
+        v["units"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|u| u["skill"] == "api-review"),
+        "{v}"
+    );
+    assert_eq!(code, 0, "the trigger's failOn = off: {v}");
+    assert!(stderr.contains("`skills.tools`"), "{stderr}");
+    assert!(
+        stderr.contains("trigger `api`") && stderr.contains("model") && stderr.contains("routes"),
+        "{stderr}"
+    );
+    let cfg =
+        "version = 1\n[[skills]]\nname = \"code-review\"\nmodel = \"anthropic/claude-opus\"\n";
+    let (_, _, stderr) = demo(cfg, &["review", "--sim"]);
+    assert!(
+        stderr.contains("skill `code-review`: `model = \"anthropic/claude-opus\"` is not used")
+            && stderr.contains("routes = [\"that-route\"]"),
+        "the per-skill model is named and routes suggested: {stderr}"
+    );
+}
+
+#[test]
+fn a_skill_s_routes_restrict_it_to_those_routes_in_that_order() {
+    let cfg = "version = 1\n\
+               [[routes]]\nname = \"fast\"\nprovider = \"sim\"\ntimeScale = 600\n\
+               [[routes]]\nname = \"careful\"\nprovider = \"sim\"\ntimeScale = 600\n\
+               [[skills]]\nname = \"security-review\"\nroutes = [\"careful\"]\n\
+               [[skills]]\nname = \"code-review\"\n";
+    let (_, v, err) = demo(cfg, &["review"]);
+    assert_eq!(v["outcome"], "complete", "{err}");
+    for u in v["units"].as_array().unwrap() {
+        let want = if u["skill"] == "security-review" {
+            "careful"
+        } else {
+            "fast"
+        };
+        assert_eq!(u["route"], want, "{u}");
+        assert!(
+            u["routesTried"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .all(|r| r == want),
+            "{u}"
+        );
+    }
+    // A name that is not a route is a config error at its line.
+    let bad = cfg.replace("routes = [\"careful\"]", "routes = [\"carefull\"]");
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("warden.toml"), bad).unwrap();
+    let out = warden()
+        .current_dir(dir.path())
+        .args(["plan", "-c", "warden.toml", "--diff"])
+        .arg(fixture("demo.diff"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("warden.toml:12:")
+            && err.contains("`carefull`")
+            && err.contains("fast, careful"),
+        "{err}"
+    );
+}

@@ -293,3 +293,21 @@ fn a_repository_owned_by_another_user_names_safe_directory() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!err.contains("not a git repository"), "{err}");
 }
+
+#[test]
+fn a_base_url_that_is_not_a_url_is_a_config_error_not_a_panic() {
+    let r = repo();
+    for url in [
+        "http://local host:4000/v1",
+        "http://127.0.0.1:4000/v1 /chat",
+        "http://",
+    ] {
+        r.config(&format!(
+            "version = 1\n[[routes]]\nname = \"gw\"\nprovider = \"openai\"\nmodel = \"m\"\nbaseUrl = \"{url}\"\n"
+        ));
+        fails_with(
+            r.warden(&["review", "--json"]).env("OPENAI_API_KEY", "k"),
+            &["warden.toml:6:", "route `gw`", "baseUrl", "not a valid URL"],
+        );
+    }
+}

@@ -6,6 +6,7 @@ mod chrome_trace;
 mod chunking;
 mod ci_config;
 mod ci_formats;
+mod cli;
 mod config;
 mod engine_http;
 mod engine_policy;

@@ -7,7 +7,9 @@ use std::path::Path;
 use std::time::Duration;
 use warden::config::{Settings, SkillConfig};
 use warden::diff::content::NoContent;
-use warden::engine::{AttemptLog, BreakerState, EngineReport, RouteSummary, UnitResult, UnitStatus};
+use warden::engine::{
+    AttemptLog, BreakerState, EngineReport, RouteSummary, UnitResult, UnitStatus,
+};
 use warden::findings::ModelFinding;
 use warden::plan::Plan;
 use warden::provider::{AttemptRecord, Outcome, Stage, Usage};
@@ -21,7 +23,9 @@ const MS: fn(u64) -> Duration = Duration::from_millis;
 /// A new file of `n` lines "line 1" … "line n".
 fn new_file(path: &str, n: u32) -> String {
     let body: String = (1..=n).map(|i| format!("+line {i}\n")).collect();
-    format!("diff --git a/{path} b/{path}\nnew file mode 100644\n--- /dev/null\n+++ b/{path}\n@@ -0,0 +1,{n} @@\n{body}")
+    format!(
+        "diff --git a/{path} b/{path}\nnew file mode 100644\n--- /dev/null\n+++ b/{path}\n@@ -0,0 +1,{n} @@\n{body}"
+    )
 }
 
 /// The diff every renderer test shares: two new files, one edit, and a lockfile that is
@@ -46,23 +50,30 @@ fn patch() -> String {
 /// security-review on app/ and web/, code-review on src/ and web/.
 fn skills(settings: &Settings) -> Vec<ActiveSkill> {
     let catalog = warden::skills::discover(None).unwrap();
-    [("security-review", ["app/**", "web/**"]), ("code-review", ["src/**", "web/**"])]
-        .iter()
-        .map(|(name, paths)| {
-            let mut config = SkillConfig::named(name);
-            let globs: Vec<String> = paths.iter().map(|p| p.to_string()).collect();
-            config.paths = Some(warden::scan::path_rules::PathRules::new(&globs).unwrap());
-            ActiveSkill {
-                skill: catalog.get(name).unwrap().clone(),
-                thresholds: settings.thresholds(&config),
-                config,
-            }
-        })
-        .collect()
+    [
+        ("security-review", ["app/**", "web/**"]),
+        ("code-review", ["src/**", "web/**"]),
+    ]
+    .iter()
+    .map(|(name, paths)| {
+        let mut config = SkillConfig::named(name);
+        let globs: Vec<String> = paths.iter().map(|p| p.to_string()).collect();
+        config.paths = Some(warden::scan::path_rules::PathRules::new(&globs).unwrap());
+        ActiveSkill {
+            skill: catalog.get(name).unwrap().clone(),
+            thresholds: settings.thresholds(&config),
+            config,
+        }
+    })
+    .collect()
 }
 
 fn record(route: &str, outcome: Outcome, stage: Option<Stage>, ms: u64) -> AttemptRecord {
-    let provider = if route == "primary" { "openrouter" } else { "anthropic" };
+    let provider = if route == "primary" {
+        "openrouter"
+    } else {
+        "anthropic"
+    };
     let ok = outcome == Outcome::Ok;
     AttemptRecord {
         model_answered: ok.then(|| "kimi-k2".to_string()),
@@ -79,7 +90,12 @@ fn record(route: &str, outcome: Outcome, stage: Option<Stage>, ms: u64) -> Attem
         request_id: Some("req-1".into()),
         outcome,
         stage,
-        reason: if ok { "1 finding" } else { "no token within 90s" }.into(),
+        reason: if ok {
+            "1 finding"
+        } else {
+            "no token within 90s"
+        }
+        .into(),
         ..AttemptRecord::new(route, provider, "m", MS(120_000))
     }
 }
@@ -134,10 +150,18 @@ fn result(plan: &Plan, index: usize) -> UnitResult {
             r.reason = "reviewed by fallback".into();
             r.routes_tried = vec!["primary".into(), "fallback".into()];
             r.attempts = vec![
-                attempt(1, record("primary", Outcome::Timeout, Some(Stage::FirstToken), 90_000)),
+                attempt(
+                    1,
+                    record("primary", Outcome::Timeout, Some(Stage::FirstToken), 90_000),
+                ),
                 attempt(2, record("fallback", Outcome::Ok, None, 2100)),
             ];
-            let mut f = model_finding(Severity::Medium, 9, "unwrap() can panic", "Return an error instead.");
+            let mut f = model_finding(
+                Severity::Medium,
+                9,
+                "unwrap() can panic",
+                "Return an error instead.",
+            );
             f.suggestion = Some("use `?`".into());
             f.replacement = Some("    let port = cfg.port()?;\n".into());
             r.findings = vec![f];
@@ -146,7 +170,10 @@ fn result(plan: &Plan, index: usize) -> UnitResult {
             r.status = UnitStatus::TimedOut;
             r.route = None;
             r.reason = "less than half the hunk budget left".into();
-            r.attempts = vec![attempt(1, record("primary", Outcome::Timeout, Some(Stage::Total), 120_000))];
+            r.attempts = vec![attempt(
+                1,
+                record("primary", Outcome::Timeout, Some(Stage::Total), 120_000),
+            )];
         }
         _ => {
             r.status = UnitStatus::Skipped;

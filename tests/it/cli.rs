@@ -1,0 +1,97 @@
+//! Typed flag values at the clap boundary, in process: a value parses into the library's
+//! type or is refused naming the flag, and `--help` lists the values.
+
+use clap::{CommandFactory, Parser};
+use std::time::Duration;
+use warden::cli::{Cli, Command, ReviewArgs, ReviewFormat};
+use warden::severity::{Confidence, FailOn, Severity};
+
+fn review(args: &[&str]) -> Result<ReviewArgs, clap::Error> {
+    let cli = Cli::try_parse_from(["warden", "review"].iter().chain(args))?;
+    match cli.command {
+        Some(Command::Review(r)) => Ok(r),
+        other => panic!("not a review: {other:?}"),
+    }
+}
+
+#[test]
+fn thresholds_parse_into_their_types_in_any_case() {
+    let r = review(&[
+        "--fail-on",
+        "HIGH",
+        "--report-on",
+        "low",
+        "--min-confidence",
+        "High",
+    ])
+    .unwrap();
+    assert_eq!(r.fail_on, Some(FailOn::At(Severity::High)));
+    assert_eq!(r.report_on, Some(Severity::Low));
+    assert_eq!(r.min_confidence, Some(Confidence::High));
+    assert_eq!(
+        review(&["--fail-on", "off"]).unwrap().fail_on,
+        Some(FailOn::Off)
+    );
+    assert_eq!(
+        review(&["--fail-on", "none"]).unwrap().fail_on,
+        Some(FailOn::Off)
+    );
+    let o = review(&["--fail-on", "critical", "--budget", "90s"])
+        .unwrap()
+        .overrides();
+    assert_eq!(o.fail_on, Some(FailOn::At(Severity::Critical)));
+    assert_eq!(o.budget, Some(Duration::from_secs(90)));
+}
+
+#[test]
+fn bad_values_are_refused_naming_the_flag() {
+    for (args, flag) in [
+        (vec!["--fail-on", "urgent"], "--fail-on"),
+        (vec!["--report-on", "off"], "--report-on"),
+        (vec!["--min-confidence", "certain"], "--min-confidence"),
+        (vec!["--format", "xml"], "--format"),
+        (vec!["--budget", "soon"], "--budget"),
+        (vec!["--budget", "0s"], "--budget"),
+        (vec!["--budget", "8d"], "--budget"),
+        (vec!["--budget", "18446744073709551615s"], "--budget"),
+    ] {
+        let err = review(&args).unwrap_err();
+        use clap::error::ErrorKind::{InvalidValue, ValueValidation};
+        assert!(
+            matches!(err.kind(), InvalidValue | ValueValidation),
+            "{args:?}: {err}"
+        );
+        assert_eq!(err.exit_code(), 2, "{args:?}");
+        let msg = err.to_string();
+        assert!(msg.contains(flag), "{args:?}: {msg}");
+    }
+}
+
+#[test]
+fn format_and_json_shorthand() {
+    assert_eq!(
+        review(&["--format", "sarif"]).unwrap().format(),
+        ReviewFormat::Sarif
+    );
+    assert_eq!(review(&["--json"]).unwrap().format(), ReviewFormat::Json);
+    assert_eq!(review(&[]).unwrap().format(), ReviewFormat::Text);
+}
+
+#[test]
+fn help_lists_the_values() {
+    let mut cmd = Cli::command();
+    let help = cmd
+        .find_subcommand_mut("review")
+        .unwrap()
+        .render_long_help()
+        .to_string();
+    assert!(
+        help.contains("[possible values: critical, high, medium, low, info, off]"),
+        "{help}"
+    );
+    assert!(
+        help.contains("[possible values: high, medium, low]"),
+        "{help}"
+    );
+    assert!(help.contains("--budget <DUR>"), "{help}");
+}
