@@ -105,7 +105,7 @@ fn decide<'d>(
             }
         }
     }
-    let mut mode = ChunkMode::PerHunk;
+    let mut mode = settings.chunking.default_mode;
     if let Some(fp) = settings
         .chunking
         .file_patterns

@@ -460,3 +460,20 @@ fn a_skill_s_routes_restrict_it_to_those_routes_in_that_order() {
         "{err}"
     );
 }
+
+#[test]
+fn warden_s_chunking_switch_off_reviews_whole_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("warden.toml");
+    std::fs::write(&path, "version = 1\n[defaults.chunking]\nenabled = false\n").unwrap();
+    let out = warden()
+        .current_dir(dir.path())
+        .args(["plan", "--json", "-c", path.to_str().unwrap(), "--diff"])
+        .arg(fixture("demo.diff"))
+        .output()
+        .unwrap();
+    let plan: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let files = plan["files"].as_array().unwrap();
+    assert!(!files.is_empty());
+    assert!(files.iter().all(|f| f["mode"] == "whole-file"), "{plan}");
+}
