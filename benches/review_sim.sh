@@ -30,7 +30,7 @@ for f in range(int(sys.argv[1])):
 PY
 printf '%-10s %8s %8s %9s %9s %9s %9s %13s\n' profile units wall_s budget_s reviewed skipped other attempts/unit
 for profile in slow-tail outage; do
-  /usr/bin/time -f "%e" -o "$work/time" "$bin" review --sim="$profile" --json -q >"$work/out.json" || true
+  /usr/bin/time -f "%e" -o "$work/time" "$bin" review --sim="$profile" --no-cache --json -q >"$work/out.json" || true
   python3 - "$profile" "$work/out.json" "$(tail -n 1 "$work/time")" <<'PY'
 import json, sys
 profile, path, wall = sys.argv[1], sys.argv[2], float(sys.argv[3])

@@ -58,7 +58,7 @@ collector_pid=$!
 sleep 0.5
 run() { # label, env..., -- args...
   local label=$1; shift
-  /usr/bin/time -f "%e %U %S" -o "$work/time" env "$@" "$bin" review -c "$work/warden.toml" --json -q "${extra[@]}" >"$work/out.json" || true
+  /usr/bin/time -f "%e %U %S" -o "$work/time" env "$@" "$bin" review -c "$work/warden.toml" --no-cache --json -q "${extra[@]}" >"$work/out.json" || true
   read -r wall user sys < <(tail -n 1 "$work/time")
   units=$(python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print(r["summary"]["units"], r["summary"]["reviewed"])' "$work/out.json")
   printf '%-22s %8.2f s %8.2f s   units/reviewed: %s\n' "$label" "$wall" "$(echo "$user + $sys" | bc)" "$units"

@@ -41,6 +41,8 @@ pub enum Command {
     Skills(SkillsArgs),
     /// Write a starter warden.toml.
     Init(InitArgs),
+    /// Inspect or empty the result cache: `stats`, `clear` or `path`.
+    Cache(CacheArgs),
 }
 
 /// Which diff to review, and where the repository and config are.
@@ -137,9 +139,56 @@ pub struct ReviewArgs {
     /// default: telemetry carries no repository content unless you opt in.
     #[arg(long)]
     pub trace_content: bool,
+    /// The result cache.
+    #[command(flatten)]
+    pub cache: CacheFlags,
     /// Output settings.
     #[command(flatten)]
     pub ui: Ui,
+}
+
+/// Where the result cache lives and whether a review uses it.
+#[derive(Debug, Clone, Args, Default)]
+pub struct CacheFlags {
+    /// Keep reviewed answers in DIR (default: WARDEN_CACHE_DIR, `[cache] dir`, then
+    /// $XDG_CACHE_HOME/warden or ~/.cache/warden).
+    #[arg(long, value_name = "DIR")]
+    pub cache_dir: Option<PathBuf>,
+    /// Neither read nor write the result cache: every unit is asked.
+    #[arg(long)]
+    pub no_cache: bool,
+}
+
+/// `warden cache`.
+#[derive(Debug, Clone, Args)]
+pub struct CacheArgs {
+    /// What to do.
+    #[command(subcommand)]
+    pub action: CacheAction,
+    /// Run as if started in DIR (its warden.toml may set `[cache] dir`).
+    #[arg(short = 'C', value_name = "DIR", global = true)]
+    pub dir: Option<PathBuf>,
+    /// Config file (default: warden.toml at the repository root).
+    #[arg(short = 'c', long = "config", value_name = "FILE", global = true)]
+    pub config: Option<PathBuf>,
+    /// The cache directory (as `warden review --cache-dir`).
+    #[arg(long, value_name = "DIR", global = true)]
+    pub cache_dir: Option<PathBuf>,
+}
+
+/// The `warden cache` actions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Subcommand)]
+pub enum CacheAction {
+    /// Entries, size and age of the cache.
+    Stats {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Delete every cached answer.
+    Clear,
+    /// Print the cache database's path.
+    Path,
 }
 
 /// `warden plan`.

@@ -47,6 +47,11 @@ pub enum Error {
     )]
     MissingKey { route: String, var: String },
 
+    /// The result cache cannot be used (only `warden cache` fails on this; a review warns
+    /// and goes on without it).
+    #[error(transparent)]
+    Cache(#[from] crate::cache::StoreError),
+
     /// Reading or writing a file failed.
     #[error("{path}: {source}")]
     Io {

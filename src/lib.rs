@@ -6,6 +6,7 @@
 //! everything before the first model call, [`review::run`] the rest. The `warden` binary
 //! is a thin command layer over these two. See ARCHITECTURE.md for the map.
 
+pub mod cache;
 pub mod chunk;
 pub mod cli;
 pub mod config;

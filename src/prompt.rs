@@ -8,6 +8,11 @@ use crate::report::escape;
 use crate::skills::Skill;
 use std::fmt::Write;
 
+/// The layout of the user message (file header, numbered lines, fences). Bump it whenever
+/// `build` or `render_chunk` changes what the model is shown: the result cache keys on it,
+/// so answers to the old layout are not reused.
+pub const FORMAT_VERSION: u32 = 1;
+
 /// The two messages sent for one unit.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Prompt {

@@ -3,6 +3,7 @@
 //! report is built from what came back. Consumers (progress, telemetry) see it all as
 //! events; the caller gets a [`Report`].
 
+use crate::cache::{Cache, ReviewCache};
 use crate::config::Settings;
 use crate::engine::{
     Engine, EngineReport, EngineRoute, Event, Pass, ReviewInfo, Sink, UnitLabels, UnitWork,
@@ -35,6 +36,8 @@ pub struct ReviewInput {
     pub trust: Option<TrustReport>,
     /// The skills of the run and their origins, for the report.
     pub skill_uses: Vec<SkillUse>,
+    /// The result cache (None: off, or unusable after its one warning).
+    pub cache: Option<Cache>,
 }
 
 const NO_ROUTES: &str = "no model routes are configured (no [[routes]] in warden.toml and no defaults.model)
@@ -71,8 +74,19 @@ pub async fn run(input: ReviewInput, sink: Sink, interrupt: CancellationToken) -
         vcs,
         trust,
         skill_uses,
+        cache,
     } = input;
     let exec = settings.execution;
+    let work = units(&plan, &skills, &settings);
+    let routes_of: Vec<Vec<usize>> = work.iter().map(|w| w.routes.clone()).collect();
+    // Units answered from the cache make no request and take no permit.
+    let mut cached = ReviewCache::lookup(
+        cache,
+        &plan,
+        &skills,
+        (&settings.routes, &routes_of),
+        settings.verification,
+    );
     sink.emit(Event::ReviewStarted(Arc::new(ReviewInfo {
         target: plan.target.clone(),
         units: plan.units.len(),
@@ -81,17 +95,26 @@ pub async fn run(input: ReviewInput, sink: Sink, interrupt: CancellationToken) -
         request_timeout: exec.request_timeout,
     })));
     let ticker = tokio::spawn(tick(sink.clone()));
-    let engine = Engine::new(routes, exec, sink.clone());
-    let work = units(&plan, &skills, &settings);
-    let routes: Vec<Vec<usize>> = work.iter().map(|w| w.routes.clone()).collect();
+    let engine = Engine::new(routes, exec, sink.clone()).with_answerer(cached.answerer());
     let mut review = engine.run(work, interrupt.clone()).await;
-    let verification = if settings.verification && !interrupt.is_cancelled() {
-        let pass = verify_pass(&engine, &plan, &skills, &routes, &mut review, interrupt);
+    cached.note_answers(&plan, &review);
+    let mut verification = if settings.verification && !interrupt.is_cancelled() {
+        let again = |unit: usize| !cached.verified(unit);
+        let pass = verify_pass(
+            &engine,
+            &plan,
+            &skills,
+            &routes_of,
+            &mut review,
+            interrupt,
+            again,
+        );
         Some(pass.await)
     } else {
         None
     };
     ticker.abort();
+    cached.finish(verification.as_mut());
     let mut report = report::build(&plan, &review, &settings, &skills, verification.as_ref());
     report.vcs = vcs;
     report.trust = trust;
@@ -153,7 +176,8 @@ fn units(plan: &Plan, skills: &[ActiveSkill], settings: &Settings) -> Vec<UnitWo
 }
 
 /// Optional work last: verifies findings in whatever budget the review left, on the same
-/// routes (breakers, permits) as the review.
+/// routes (breakers, permits) as the review. Only units `wanted` are checked (findings
+/// verified when they were cached are not checked again).
 async fn verify_pass(
     engine: &Engine,
     plan: &Plan,
@@ -161,11 +185,13 @@ async fn verify_pass(
     routes: &[Vec<usize>],
     review: &mut EngineReport,
     interrupt: CancellationToken,
+    wanted: impl Fn(usize) -> bool,
 ) -> verify::Pass {
     let skills: Vec<&Skill> = skills.iter().map(|a| &a.skill).collect();
     let (work, checked): (Vec<UnitWork>, Vec<usize>) =
         verify::units(plan, review, &skills, plan.units.len(), routes)
             .into_iter()
+            .filter(|(_, unit)| wanted(*unit))
             .unzip();
     let left = review.budget.saturating_sub(review.elapsed);
     let pass = engine

@@ -44,6 +44,9 @@ pub struct Pass {
     pub summary: Summary,
     /// The engine's report of the pass (its attempts count in the route figures).
     pub engine: EngineReport,
+    /// Per review unit whose verification completed: every finding's verdict, in the
+    /// order the review returned them (the result cache keeps these with the answer).
+    pub checked: BTreeMap<usize, Vec<Verdict>>,
 }
 
 /// One verification unit per reviewed unit with findings; `first_index` numbers them after
@@ -115,6 +118,7 @@ fn prompt(base: Prompt, findings: &[ModelFinding]) -> Prompt {
 /// Applies the pass: rejected findings leave `review`; verdicts and a summary come back.
 pub fn apply(review: &mut EngineReport, checked: &[usize], pass: EngineReport) -> Pass {
     let mut verdicts = Verdicts::new();
+    let mut all_verdicts = BTreeMap::new();
     let mut summary = Summary {
         units: pass.units.len(),
         ..Summary::default()
@@ -134,6 +138,7 @@ pub fn apply(review: &mut EngineReport, checked: &[usize], pass: EngineReport) -
             summary.completed += 1;
         }
         let mut kept = Vec::new();
+        let mut these = Vec::new();
         for f in findings {
             let verdict =
                 if result.status != UnitStatus::Reviewed {
@@ -145,6 +150,7 @@ pub fn apply(review: &mut EngineReport, checked: &[usize], pass: EngineReport) -
                 } else {
                     Verdict::Rejected
                 };
+            these.push(verdict);
             match verdict {
                 Verdict::Confirmed => summary.confirmed += 1,
                 Verdict::Rejected => summary.rejected += 1,
@@ -156,10 +162,14 @@ pub fn apply(review: &mut EngineReport, checked: &[usize], pass: EngineReport) -
             }
         }
         target.findings = kept;
+        if result.status == UnitStatus::Reviewed {
+            all_verdicts.insert(*unit, these);
+        }
     }
     Pass {
         verdicts,
         summary,
         engine: pass,
+        checked: all_verdicts,
     }
 }

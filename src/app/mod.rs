@@ -1,6 +1,7 @@
 //! The commands: parse → call the library → render → exit code. Nothing here decides
 //! policy; the library never calls back up into this layer.
 
+mod cache;
 mod init;
 mod review;
 mod signals;
@@ -22,6 +23,7 @@ pub fn run(cli: Cli) -> Result<i32> {
         Some(Command::Plan(args)) => plan_cmd(&args),
         Some(Command::Skills(args)) => skills::skills_cmd(&args),
         Some(Command::Init(args)) => init::init_cmd(&args),
+        Some(Command::Cache(args)) => cache::cache_cmd(&args),
         Some(Command::Review(args)) => review::review_cmd(&args),
         None => review::review_cmd(&cli.review),
     }
@@ -80,6 +82,20 @@ fn warn_trust(ui: &Ui, trust: &TrustReport) {
             escape::block(&w)
         );
     }
+}
+
+/// Where the result cache's one warning goes: stderr, like the config's (not with `-q`).
+fn cache_warn(ui: &Ui) -> warden::cache::Warn {
+    let quiet = ui.quiet;
+    std::sync::Arc::new(move |m: &str| {
+        if !quiet {
+            eprintln!(
+                "{} {}",
+                console::style("warning:").yellow().for_stderr(),
+                escape::block(m)
+            );
+        }
+    })
 }
 
 fn plan_cmd(args: &PlanArgs) -> Result<i32> {

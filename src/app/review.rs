@@ -2,9 +2,11 @@
 //! telemetry listening to its events, write the reports, map the exit code.
 
 use super::signals::Signals;
-use super::{setup_color, warn, warn_trust};
+use super::{cache_warn, setup_color, warn, warn_trust};
 use std::path::PathBuf;
 use std::sync::Arc;
+use warden::cache::location::Sources;
+use warden::cache::{self, Cache};
 use warden::cli::ReviewArgs;
 use warden::error::{Error, Result};
 use warden::outputs::Outputs;
@@ -18,14 +20,27 @@ pub(super) fn review_cmd(args: &ReviewArgs) -> Result<i32> {
     let prepared = prepare(&args.resolve()?)?;
     warn(&args.ui, &prepared.settings);
     warn_trust(&args.ui, &prepared.trust);
+    let routes = review::routes(&prepared.settings)?;
+    let cache = Cache::open(
+        cache::Request {
+            settings: &prepared.settings.cache,
+            disabled: args.cache.no_cache,
+            sources: Sources::from_env(
+                args.cache.cache_dir.clone(),
+                prepared.settings.cache.dir.clone(),
+            ),
+        },
+        cache_warn(&args.ui),
+    );
     let input = ReviewInput {
-        routes: review::routes(&prepared.settings)?,
+        routes,
         plan: prepared.plan,
         skills: prepared.active,
         settings: prepared.settings,
         vcs: prepared.vcs,
         trust: Some(prepared.trust),
         skill_uses: prepared.skill_uses,
+        cache,
     };
     // Every output is opened before the first request: a bad path costs no money.
     let step_summary = std::env::var_os("GITHUB_STEP_SUMMARY")

@@ -1,6 +1,7 @@
 //! Configuration: `warden.toml` discovery, parsing and validation. TOML types stop here;
 //! the rest of warden sees only [`Settings`].
 
+mod cache;
 mod overrides;
 mod policy;
 mod raw;

@@ -25,6 +25,7 @@ pub(crate) struct RawConfig {
     /// Warden's earlier layout: `[[triggers]]` name the skills to run.
     #[serde(default)]
     pub triggers: Vec<RawTrigger>,
+    pub cache: Option<RawCache>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -213,4 +214,15 @@ pub(crate) struct RawRoute {
     pub time_scale: Option<S<f64>>,
     /// sim only: seed for repeatable runs.
     pub seed: Option<u64>,
+}
+
+/// `[cache]`: the result cache (see `crate::cache`).
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct RawCache {
+    pub enabled: Option<bool>,
+    pub dir: Option<S<String>>,
+    /// A size such as "256MiB" or a number of bytes.
+    pub max_size: Option<S<toml::Value>>,
+    pub max_age: Option<S<String>>,
 }

@@ -70,7 +70,7 @@ impl Ctx<'_> {
             .map_err(|e| self.err(v, format!("{key}: {e}")))
     }
 
-    fn duration(
+    pub(super) fn duration(
         &self,
         v: &Option<S<String>>,
         key: &str,
@@ -136,6 +136,9 @@ pub(super) fn resolve(raw: RawConfig, ctx: &Ctx) -> Result<Settings, Error> {
     };
     s.chunking = resolve_chunking(&d.chunking, ctx)?;
     s.execution = resolve_execution(&raw.execution, ctx)?;
+    if let Some(c) = &raw.cache {
+        s.cache = super::cache::resolve(c, ctx)?;
+    }
     let default_cap = match &raw.runner.concurrency {
         Some(c) => ctx.positive(c, "runner.concurrency")? as usize,
         None => 4,

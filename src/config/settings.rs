@@ -34,8 +34,34 @@ pub struct Settings {
     pub execution: Execution,
     /// Failover order = file order.
     pub routes: Vec<Route>,
+    /// `[cache]`: where and whether reviewed answers are kept for the next run.
+    pub cache: CacheSettings,
     /// Keys that were ignored, named once each, for the user to see on stderr.
     pub warnings: Vec<String>,
+}
+
+/// The result cache as configured (`[cache]`); flags and `WARDEN_CACHE_DIR` are applied on
+/// top by the review command.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CacheSettings {
+    pub enabled: bool,
+    /// `[cache] dir`, made absolute against the config file's directory.
+    pub dir: Option<PathBuf>,
+    /// Bytes of stored answers kept before the least recently used are evicted.
+    pub max_size: u64,
+    /// Answers older than this are not used and are deleted.
+    pub max_age: Duration,
+}
+
+impl Default for CacheSettings {
+    fn default() -> Self {
+        CacheSettings {
+            enabled: true,
+            dir: None,
+            max_size: 256 * 1024 * 1024,
+            max_age: Duration::from_secs(30 * 24 * 3600),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -366,6 +392,7 @@ impl Default for Settings {
             default_paths: None,
             execution: Execution::default(),
             routes: Vec::new(),
+            cache: CacheSettings::default(),
             warnings: Vec::new(),
         }
     }

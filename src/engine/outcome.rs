@@ -73,6 +73,18 @@ pub struct UnitResult {
     pub moves: Vec<Move>,
     pub findings: Vec<ModelFinding>,
     pub dropped_findings: usize,
+    /// Set when the result is an earlier run's answer from the result cache (no request).
+    pub from_cache: Option<FromCache>,
+}
+
+/// Who produced a cached result, and when.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct FromCache {
+    /// When the model answered, Unix milliseconds.
+    pub cached_at: u64,
+    /// The model that answered.
+    pub model: String,
 }
 
 /// Per-route figures the engine itself knows (the rest is derived from attempts).

@@ -116,6 +116,7 @@ impl<'w> UnitRun<'w> {
                 moves: Vec::new(),
                 findings: Vec::new(),
                 dropped_findings: 0,
+                from_cache: None,
             },
             hunk_end: None,
             last: None,

@@ -3,8 +3,8 @@
 //! thresholds decide the exit code, through `Finding::fails_run`).
 
 use super::{
-    AttemptReport, Counters, Finding, Report, ReviewOutcome, SCHEMA_VERSION, SkillInfo, Summary,
-    UnitReport, dedupe, fnv1a, metrics, source,
+    AttemptReport, Counters, Finding, Report, ReviewOutcome, SCHEMA_VERSION, SkillInfo, Source,
+    Summary, UnitReport, dedupe, fnv1a, metrics, source,
 };
 use crate::chunk::{Chunk, ChunkLineKind};
 use crate::config::{Settings, Thresholds};
@@ -41,6 +41,7 @@ pub fn build(
         .zip(&engine.units)
         .map(|(unit, result)| {
             summary.count(result.status);
+            summary.from_cache += usize::from(result.from_cache.is_some());
             summary.findings_dropped += result.dropped_findings;
             unit_report(plan, unit, result, &mut judge)
         })
@@ -141,16 +142,19 @@ impl Judge<'_> {
 
 fn unit_report(plan: &Plan, unit: &Unit, result: &UnitResult, judge: &mut Judge) -> UnitReport {
     let chunk = &plan.files[unit.file].chunks[unit.chunk];
-    let model = result
-        .attempts
-        .last()
-        .map(|a| {
-            a.record
-                .model_answered
-                .clone()
-                .unwrap_or_else(|| a.record.model.clone())
-        })
-        .unwrap_or_default();
+    let model = match &result.from_cache {
+        Some(c) => c.model.clone(),
+        None => result
+            .attempts
+            .last()
+            .map(|a| {
+                a.record
+                    .model_answered
+                    .clone()
+                    .unwrap_or_else(|| a.record.model.clone())
+            })
+            .unwrap_or_default(),
+    };
     let mut findings = Vec::new();
     for (fi, f) in result.findings.iter().enumerate() {
         // A consolidated unit's finding belongs to the skill the model named (if it is one
@@ -183,6 +187,17 @@ fn unit_report(plan: &Plan, unit: &Unit, result: &UnitResult, judge: &mut Judge)
         optional: unit.optional,
         status: result.status,
         route: result.route.clone(),
+        model: (result.status == UnitStatus::Reviewed).then_some(model),
+        source: match result.from_cache {
+            Some(_) => Source::Cache,
+            None => Source::Model,
+        },
+        cached_at: result.from_cache.as_ref().map(|c| {
+            humantime::format_rfc3339_seconds(
+                std::time::UNIX_EPOCH + std::time::Duration::from_millis(c.cached_at),
+            )
+            .to_string()
+        }),
         reason: result.reason.clone(),
         routes_tried: result.routes_tried.clone(),
         attempts: result.attempts.iter().map(AttemptReport::from).collect(),

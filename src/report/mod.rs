@@ -105,6 +105,8 @@ pub struct Summary {
     pub cancelled: usize,
     pub skipped: usize,
     pub findings: usize,
+    /// Reviewed units answered from the result cache (no request made).
+    pub from_cache: usize,
     /// Findings the model returned that were dropped (outside the chunk, invalid) or
     /// filtered (below minConfidence or reportOn, over maxFindings).
     pub findings_dropped: usize,
@@ -136,10 +138,24 @@ pub struct UnitReport {
     pub status: UnitStatus,
     /// The route that produced the result (null if none did).
     pub route: Option<String>,
+    /// The model that produced the result (null if none did).
+    pub model: Option<String>,
+    /// `cache` when an earlier run's answer was reused (no request), else `model`.
+    pub source: Source,
+    /// When the cached answer was produced (RFC 3339), for `source: cache`.
+    pub cached_at: Option<String>,
     pub reason: String,
     pub routes_tried: Vec<String>,
     pub attempts: Vec<AttemptReport>,
     pub findings: Vec<Finding>,
+}
+
+/// Where a unit's result came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Source {
+    Model,
+    Cache,
 }
 
 #[derive(Debug, Clone, Serialize)]

@@ -236,6 +236,13 @@ pub fn render(r: &Report) -> String {
         );
     }
     let s = &r.summary;
+    if s.from_cache > 0 {
+        let _ = writeln!(
+            out,
+            "{} of {} units from cache (answers of earlier runs for unchanged code; no request made)",
+            s.from_cache, s.units
+        );
+    }
     let outcome = match r.outcome {
         ReviewOutcome::Complete => style("complete").green().bold(),
         ReviewOutcome::Partial => style("PARTIAL").yellow().bold(),

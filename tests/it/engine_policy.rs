@@ -481,6 +481,7 @@ impl warden::engine::Answerer for EvenUnits {
             moves: vec![],
             findings: vec![],
             dropped_findings: 0,
+            from_cache: None,
         })
     }
 }

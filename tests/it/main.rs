@@ -2,6 +2,7 @@
 
 mod support;
 
+mod cache;
 mod chrome_trace;
 mod chunking;
 mod ci_config;

@@ -20,16 +20,8 @@ pub(crate) struct Session {
 
 impl Session {
     pub(crate) fn new(files: usize) -> Session {
-        let repo = Repo::new();
-        for i in 0..files {
-            repo.write(&format!("src/f{i}.rs"), source_lines(10, &format!("f{i}")));
-        }
-        repo.commit_all("base");
-        for i in 0..files {
-            repo.write(&format!("src/f{i}.rs"), source_lines(12, &format!("f{i}")));
-        }
         let s = Session {
-            repo,
+            repo: repo_with_changed_files(files),
             fake: FakeProvider::start(),
             cfg: tempfile::tempdir().unwrap(),
         };
@@ -58,24 +50,8 @@ impl Session {
             .map(|(k, v)| format!("{k} = \"{v}\"\n"))
             .collect();
         self.write_config(&format!(
-            r#"version = 1
-[execution]
-{exec}
-[[routes]]
-name = "primary"
-provider = "openai"
-model = "primary"
-baseUrl = "{base}"
-apiKeyEnv = "{KEY_VAR}"
-maxConcurrency = 1
-[[routes]]
-name = "fallback"
-provider = "anthropic"
-model = "fallback"
-baseUrl = "{base}"
-apiKeyEnv = "{KEY_VAR}"
-maxConcurrency = 1
-"#
+            "version = 1\n[execution]\n{exec}\n{}",
+            fake_routes(&base, KEY_VAR, 1)
         ));
     }
 
@@ -284,6 +260,7 @@ fn sigterm_mid_run_writes_the_report_with_findings_so_far_and_exits_143() {
         .arg("-o")
         .arg(&out_file)
         .env(KEY_VAR, CANARY)
+        .env("WARDEN_CACHE_DIR", fresh_cache_dir())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
@@ -331,6 +308,7 @@ fn a_closed_stdout_exits_quietly() {
             assert_cmd::cargo::cargo_bin("warden").display(),
             fixture("demo.diff").display()
         ))
+        .env("WARDEN_CACHE_DIR", fresh_cache_dir())
         .output()
         .unwrap();
     assert_eq!(out.stdout.len(), 10);

@@ -129,6 +129,8 @@ pub fn plan_json(mut cmd: Command) -> Value {
 }
 
 /// The warden binary with an environment that cannot leak from the developer's shell.
+/// Each run gets its own empty result cache: runs share answers only when a test sets
+/// `WARDEN_CACHE_DIR` (or `--cache-dir`) itself.
 pub fn warden() -> Command {
     let mut cmd = Command::cargo_bin("warden").expect("binary built");
     cmd.env_remove("NO_COLOR")
@@ -139,8 +141,29 @@ pub fn warden() -> Command {
         .env_remove("GITHUB_SHA")
         .env_remove("GITHUB_HEAD_REF")
         .env_remove("GITHUB_REF_NAME")
-        .env("GIT_CONFIG_NOSYSTEM", "1");
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("WARDEN_CACHE_DIR", fresh_cache_dir());
     cmd
+}
+
+/// A new, not yet created cache directory under the target's temp dir. Directories of
+/// test processes that have ended are removed on first use.
+pub fn fresh_cache_dir() -> PathBuf {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    static CLEAN: std::sync::Once = std::sync::Once::new();
+    let root = Path::new(env!("CARGO_TARGET_TMPDIR")).join("warden-caches");
+    CLEAN.call_once(|| {
+        for e in std::fs::read_dir(&root).into_iter().flatten().flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let pid = name.split('-').next().unwrap_or("");
+            if !Path::new("/proc").join(pid).exists() {
+                let _ = std::fs::remove_dir_all(e.path());
+            }
+        }
+    });
+    let n = NEXT.fetch_add(1, Ordering::SeqCst);
+    root.join(format!("{}-{n}", std::process::id()))
 }
 
 pub fn paths(list: &Value) -> Vec<String> {
@@ -228,6 +251,33 @@ pub fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("fixtures")
         .join(name)
+}
+
+/// A repository with `files` files (`src/f{i}.rs`, 10 lines) committed, and two lines
+/// (11 and 12) added to each, uncommitted.
+pub fn repo_with_changed_files(files: usize) -> Repo {
+    let repo = Repo::new();
+    for i in 0..files {
+        repo.write(&format!("src/f{i}.rs"), source_lines(10, &format!("f{i}")));
+    }
+    repo.commit_all("base");
+    for i in 0..files {
+        repo.write(&format!("src/f{i}.rs"), source_lines(12, &format!("f{i}")));
+    }
+    repo
+}
+
+/// Two `[[routes]]` on the fake at `base`: `primary` (OpenAI protocol, model `primary`) and
+/// `fallback` (Anthropic, model `fallback`), each with `cap` slots and the key in `key_var`.
+pub fn fake_routes(base: &str, key_var: &str, cap: usize) -> String {
+    [("primary", "openai"), ("fallback", "anthropic")]
+        .iter()
+        .map(|(name, provider)| {
+            format!(
+                "[[routes]]\nname = \"{name}\"\nprovider = \"{provider}\"\nmodel = \"{name}\"\nbaseUrl = \"{base}\"\napiKeyEnv = \"{key_var}\"\nmaxConcurrency = {cap}\n"
+            )
+        })
+        .collect()
 }
 
 /// Lines of Rust-looking source, numbered so every line is distinct.

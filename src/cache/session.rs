@@ -1,0 +1,261 @@
+//! The cache in one review: look every planned unit up before dispatch and answer the hits
+//! through the engine's [`Answerer`] hook (no request, no permit, no cost), then store what
+//! the models answered once the review (and its verification) is done.
+
+use super::key::{self, Key, UnitMaterial};
+use super::value::{Answer, Producer, StoredVerdict};
+use super::{Cache, now_ms};
+use crate::config::Route;
+use crate::engine::{Answerer, EngineReport, FromCache, UnitInfo, UnitResult, UnitStatus};
+use crate::plan::Plan;
+use crate::skills::ActiveSkill;
+use crate::verify::{self, Verdict};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+/// The hits' results, as the engine's [`Answerer`].
+struct Answers(BTreeMap<usize, Arc<UnitResult>>);
+
+impl Answerer for Answers {
+    fn answer(&self, unit: usize, _info: &UnitInfo) -> Option<UnitResult> {
+        self.0.get(&unit).map(|r| (**r).clone())
+    }
+}
+
+/// One unit answered from the cache.
+struct Hit {
+    /// Index of the route whose key matched.
+    route: usize,
+    answer: Answer,
+    /// The unit's result, as the engine would have reported it.
+    result: Arc<UnitResult>,
+}
+
+/// The cache's part in one review. Without a cache (off or unusable) every method is a
+/// no-op and every unit is a miss.
+pub struct ReviewCache {
+    cache: Option<Cache>,
+    routes: Vec<Route>,
+    /// Per plan unit, the key under each route (in route order).
+    keys: Vec<Vec<Key>>,
+    hits: BTreeMap<usize, Hit>,
+    /// Answers to store: per plan unit, the answering route and its answer.
+    pending: BTreeMap<usize, (usize, Answer)>,
+    verification: bool,
+}
+
+/// The part of a unit's user message before its line numbers: the file and how it
+/// changed (the prompt is built without the other changed files). Should the marker ever
+/// go, the whole message is used: keys then change with position, never the answers.
+fn header(user: &str) -> &str {
+    user.split_once("\nLines under review:")
+        .map_or(user, |(head, _)| head)
+}
+
+impl ReviewCache {
+    /// Computes every unit's keys and looks them up. A unit hits when the key of a route it
+    /// may use holds an intact answer (the first in its failover order wins): failover would
+    /// have accepted that route's review too. `routes` are the configured routes and, per
+    /// plan unit, the indices of those it may use in order (empty: all of them).
+    pub fn lookup(
+        cache: Option<Cache>,
+        plan: &Plan,
+        active: &[ActiveSkill],
+        (routes, allowed): (&[Route], &[Vec<usize>]),
+        verification: bool,
+    ) -> ReviewCache {
+        let mut rc = ReviewCache {
+            cache,
+            routes: routes.to_vec(),
+            keys: Vec::new(),
+            hits: BTreeMap::new(),
+            pending: BTreeMap::new(),
+            verification,
+        };
+        let Some(cache) = &rc.cache else { return rc };
+        rc.keys = plan
+            .units
+            .iter()
+            .map(|u| {
+                let skills: Vec<&crate::skills::Skill> = u
+                    .skills
+                    .iter()
+                    .filter_map(|n| active.iter().find(|a| a.skill.name == *n))
+                    .map(|a| &a.skill)
+                    .collect();
+                let prompt = plan.prompt(u, &skills, 0);
+                let material = UnitMaterial {
+                    system: &prompt.system,
+                    path: &u.path.to_string(),
+                    header: header(&prompt.user),
+                    chunk: &plan.files[u.file].chunks[u.chunk],
+                };
+                routes.iter().map(|r| key::key(&material, r)).collect()
+            })
+            .collect();
+        let flat: Vec<Key> = rc.keys.iter().flatten().cloned().collect();
+        let mut answers = cache.get(&flat).into_iter();
+        for (i, u) in plan.units.iter().enumerate() {
+            // Take this unit's answers (one per route) before choosing among them.
+            let mut mine: Vec<Option<Answer>> = answers.by_ref().take(routes.len()).collect();
+            let order: Vec<usize> = match allowed.get(i) {
+                Some(list) if !list.is_empty() => list.clone(),
+                _ => (0..routes.len()).collect(),
+            };
+            let found = order
+                .into_iter()
+                .filter_map(|r| mine.get_mut(r).and_then(Option::take).map(|a| (r, a)))
+                .find(|(_, a)| a.findings_at(u.start_line, u.end_line).is_some());
+            if let Some((route, answer)) = found {
+                let result = Arc::new(rc.hit_result(i, route, &answer, u.start_line, u.end_line));
+                rc.hits.insert(
+                    i,
+                    Hit {
+                        route,
+                        answer,
+                        result,
+                    },
+                );
+            }
+        }
+        rc
+    }
+
+    /// The engine's hook: a unit with a hit ends with the cached result before dispatch,
+    /// with no request and no permit (and flows through the events like any other).
+    pub fn answerer(&self) -> Arc<dyn Answerer> {
+        Arc::new(Answers(
+            self.hits
+                .iter()
+                .map(|(i, h)| (*i, h.result.clone()))
+                .collect(),
+        ))
+    }
+
+    /// Whether unit `i`'s findings were verified when they were cached (with the pass on,
+    /// they are not verified again).
+    pub fn verified(&self, i: usize) -> bool {
+        self.verification
+            && self
+                .hits
+                .get(&i)
+                .is_some_and(|h| h.answer.verdicts.is_some())
+    }
+
+    /// Notes the models' new answers in the review pass's report, for storing.
+    pub fn note_answers(&mut self, plan: &Plan, r: &EngineReport) {
+        if self.cache.is_none() {
+            return;
+        }
+        let at = now_ms();
+        for u in &r.units {
+            if u.status != UnitStatus::Reviewed || u.from_cache.is_some() {
+                continue;
+            }
+            let (Some(name), Some(last)) = (&u.route, u.attempts.last()) else {
+                continue;
+            };
+            let Some(route) = self.routes.iter().position(|r| r.name == *name) else {
+                continue;
+            };
+            let rec = &last.record;
+            let by = Producer {
+                route: name,
+                provider: rec.provider,
+                model: rec.model_answered.as_deref().unwrap_or(&rec.model),
+                at,
+            };
+            let start = plan.units[u.unit].start_line;
+            let answer = Answer::new(by, &u.findings, start, u.dropped_findings);
+            self.pending.insert(u.unit, (route, answer));
+        }
+    }
+
+    fn hit_result(&self, i: usize, route: usize, a: &Answer, start: u32, end: u32) -> UnitResult {
+        let mut findings = a.findings_at(start, end).unwrap_or_default();
+        if self.verification && a.verdicts.is_some() {
+            // The pass removed rejected findings when it ran; it does so again here.
+            let verdicts = a.verdicts.as_deref().unwrap_or(&[]);
+            findings = findings
+                .into_iter()
+                .zip(verdicts)
+                .filter(|(_, v)| **v == StoredVerdict::Confirmed)
+                .map(|(f, _)| f)
+                .collect();
+        }
+        let name = self.routes[route].name.clone();
+        let when = humantime::format_rfc3339_seconds(
+            std::time::UNIX_EPOCH + std::time::Duration::from_millis(a.cached_at),
+        );
+        UnitResult {
+            unit: i,
+            status: UnitStatus::Reviewed,
+            route: Some(name.clone()),
+            reason: format!(
+                "answered from the cache: reviewed by {name} ({}) at {when}",
+                a.model
+            ),
+            attempts: Vec::new(),
+            routes_tried: Vec::new(),
+            moves: Vec::new(),
+            findings,
+            dropped_findings: a.dropped,
+            from_cache: Some(FromCache {
+                cached_at: a.cached_at,
+                model: a.model.clone(),
+            }),
+        }
+    }
+
+    /// After the review: counts the cached verdicts into the pass (when it ran), attaches
+    /// the pass's verdicts to the answers, stores new answers and marks hits as used.
+    pub fn finish(&mut self, pass: Option<&mut verify::Pass>) {
+        let Some(cache) = &self.cache else { return };
+        if let Some(pass) = pass {
+            for (i, hit) in &self.hits {
+                let Some(vs) = hit.answer.verdicts.as_ref().filter(|_| self.verification) else {
+                    continue;
+                };
+                let kept = vs
+                    .iter()
+                    .filter(|v| **v == StoredVerdict::Confirmed)
+                    .count();
+                for k in 0..kept {
+                    pass.verdicts.insert((*i, k), Verdict::Confirmed);
+                }
+                pass.summary.confirmed += kept;
+                pass.summary.rejected += vs.len() - kept;
+            }
+            for (i, verdicts) in &pass.checked {
+                let stored: Option<Vec<StoredVerdict>> = verdicts
+                    .iter()
+                    .map(|v| StoredVerdict::from_verdict(*v))
+                    .collect();
+                let Some(stored) = stored else { continue };
+                let entry = match self.hits.get(i) {
+                    Some(hit) => self
+                        .pending
+                        .entry(*i)
+                        .or_insert_with(|| (hit.route, hit.answer.clone())),
+                    None => match self.pending.get_mut(i) {
+                        Some(e) => e,
+                        None => continue,
+                    },
+                };
+                entry.1.verdicts = Some(stored);
+            }
+        }
+        let entries: Vec<(Key, Answer)> = self
+            .pending
+            .iter()
+            .map(|(i, (route, a))| (self.keys[*i][*route].clone(), a.clone()))
+            .collect();
+        let used: Vec<Key> = self
+            .hits
+            .iter()
+            .filter(|(i, _)| !self.pending.contains_key(i))
+            .map(|(i, h)| self.keys[*i][h.route].clone())
+            .collect();
+        cache.put(&entries, &used);
+    }
+}
