@@ -47,8 +47,28 @@ pub(super) fn resolve(raw: &RawCache, ctx: &Ctx) -> Result<CacheSettings, Error>
         enabled: raw.enabled.unwrap_or(true),
         dir,
         max_size,
-        max_age: ctx.duration(&raw.max_age, "cache.maxAge", d.max_age)?,
+        max_age: match &raw.max_age {
+            Some(v) => {
+                parse_age(v.get_ref()).map_err(|e| ctx.err(v, format!("cache.maxAge: {e}")))?
+            }
+            None => d.max_age,
+        },
     })
+}
+
+/// How long answers are kept: days are usual here, so the budgets' 7-day cap does not
+/// apply; ten years is plenty and keeps the arithmetic far from overflow.
+fn parse_age(text: &str) -> Result<std::time::Duration, String> {
+    const MAX: std::time::Duration = std::time::Duration::from_secs(10 * 366 * 86_400);
+    let d = humantime::parse_duration(text.trim()).map_err(|e| {
+        format!("invalid duration `{text}` ({e}): write it as a string like \"30d\" or \"12h\"")
+    })?;
+    if d.is_zero() || d > MAX {
+        return Err(format!(
+            "`{text}` must be longer than zero and at most ten years"
+        ));
+    }
+    Ok(d)
 }
 
 /// "256MiB", "1.5 GB", "4096", "64k" → bytes. Binary (KiB, MiB, GiB) and decimal (KB, MB,
@@ -95,14 +115,14 @@ mod tests {
     #[test]
     fn cache_table_resolves_against_the_config_file() {
         let s = parse_str(
-            "version = 1\n[cache]\nenabled = false\ndir = \"cachedir\"\nmaxSize = \"1MiB\"\nmaxAge = \"2d\"\n",
+            "version = 1\n[cache]\nenabled = false\ndir = \"cachedir\"\nmaxSize = \"1MiB\"\nmaxAge = \"90d\"\n",
             Path::new("/repo/warden.toml"),
         )
         .unwrap();
         assert!(!s.cache.enabled);
         assert_eq!(s.cache.dir.as_deref(), Some(Path::new("/repo/cachedir")));
         assert_eq!(s.cache.max_size, 1 << 20);
-        assert_eq!(s.cache.max_age, Duration::from_secs(2 * 86400));
+        assert_eq!(s.cache.max_age, Duration::from_secs(90 * 86400));
         assert!(s.warnings.is_empty(), "{:?}", s.warnings);
         let d = parse_str("version = 1\n", Path::new("warden.toml")).unwrap();
         assert!(d.cache.enabled);
@@ -126,6 +146,13 @@ mod tests {
         .unwrap_err()
         .to_string();
         assert!(e.contains("cache.maxAge"), "{e}");
+        let e = parse_str(
+            "version = 1\n[cache]\nmaxAge = \"100years\"\n",
+            Path::new("warden.toml"),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("at most ten years"), "{e}");
         let e = parse_str(
             "version = 1\n[cache]\ndir = \" \"\n",
             Path::new("warden.toml"),

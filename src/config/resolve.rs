@@ -70,7 +70,7 @@ impl Ctx<'_> {
             .map_err(|e| self.err(v, format!("{key}: {e}")))
     }
 
-    pub(super) fn duration(
+    fn duration(
         &self,
         v: &Option<S<String>>,
         key: &str,
