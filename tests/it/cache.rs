@@ -552,3 +552,27 @@ fn an_answer_of_the_fallback_serves_the_rerun_under_the_fallback() {
         assert_eq!(u["model"], "fallback");
     }
 }
+
+#[test]
+fn a_skill_limited_to_some_routes_is_served_only_by_their_answers() {
+    let s = Setup::new(1);
+    s.fake
+        .script("primary", vec![high_at(11, "From the primary")]);
+    let (_, _, _, asked) = s.json(&[]);
+    assert_eq!(asked, 1);
+    // The skill may now use only the fallback: the primary's cached answer does not serve it.
+    s.config("[[skills]]\nname = \"code-review\"\nroutes = [\"fallback\"]");
+    let (_, v, _, asked) = s.json(&[]);
+    assert_eq!(asked, 1, "{v}");
+    assert_eq!(s.fake.requests_for("fallback").len(), 1);
+    assert_eq!(v["units"][0]["source"], "model");
+    let (_, v, _, asked) = s.json(&[]);
+    assert_eq!(asked, 0);
+    assert_eq!(
+        (
+            v["units"][0]["source"].as_str(),
+            v["units"][0]["route"].as_str()
+        ),
+        (Some("cache"), Some("fallback"))
+    );
+}
