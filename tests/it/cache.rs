@@ -2,7 +2,9 @@
 //! provider, with a cache directory the test owns. Requests are counted at the fake.
 
 use crate::report_formats::{assert_valid, report_schema};
-use crate::support::fake_provider::{Behavior, FakeProvider, finding, findings_answer};
+use crate::support::fake_provider::{
+    Behavior, FakeProvider, finding, findings_answer, real_bug_and_false_alarm,
+};
 use crate::support::*;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
@@ -403,11 +405,7 @@ fn the_key_holds_the_model_and_the_skill_text() {
 fn verdicts_are_cached_with_the_answer() {
     let s = Setup::new(1);
     s.config("[defaults.verification]\nenabled = true");
-    let two = findings_answer(json!([
-        finding(11, "high", "Real bug"),
-        finding(12, "high", "False alarm")
-    ]));
-    let confirmed = findings_answer(json!([finding(11, "high", "Real bug")]));
+    let (two, confirmed) = real_bug_and_false_alarm();
     s.fake.script(
         "primary",
         vec![Behavior::Answer(two), Behavior::Answer(confirmed)],

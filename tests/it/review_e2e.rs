@@ -2,7 +2,9 @@
 //! provider over loopback, and against the built-in simulator.
 
 use crate::report_formats::{assert_valid, report_schema, sarif_schema};
-use crate::support::fake_provider::{Behavior, FakeProvider, finding, findings_answer};
+use crate::support::fake_provider::{
+    Behavior, FakeProvider, finding, findings_answer, real_bug_and_false_alarm,
+};
 use crate::support::*;
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
@@ -489,11 +491,7 @@ fn consolidated_skills_share_one_request_per_chunk_and_findings_keep_their_skill
 #[test]
 fn the_verification_pass_removes_rejected_findings_and_is_shed_first() {
     let s = Session::new(1);
-    let two = findings_answer(json!([
-        finding(11, "high", "Real bug"),
-        finding(12, "high", "False alarm")
-    ]));
-    let confirmed = findings_answer(json!([finding(11, "high", "Real bug")]));
+    let (two, confirmed) = real_bug_and_false_alarm();
     s.fake.script(
         "primary",
         vec![Behavior::Answer(two.clone()), Behavior::Answer(confirmed)],

@@ -83,6 +83,17 @@ pub fn finding(line: u32, severity: &str, title: &str) -> Value {
     json!({"severity": severity, "confidence": "high", "title": title, "description": "fake finding", "line": line})
 }
 
+/// For verification tests: a review answer with a real bug (line 11) and a false alarm
+/// (line 12), and the verification answer that keeps only the real bug.
+pub fn real_bug_and_false_alarm() -> (String, String) {
+    let two = findings_answer(json!([
+        finding(11, "high", "Real bug"),
+        finding(12, "high", "False alarm")
+    ]));
+    let confirmed = findings_answer(json!([finding(11, "high", "Real bug")]));
+    (two, confirmed)
+}
+
 /// What reached the wire for one request.
 #[derive(Debug, Clone)]
 pub struct Record {
