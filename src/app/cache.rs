@@ -68,7 +68,11 @@ pub(super) fn cache_cmd(args: &CacheArgs) -> Result<i32> {
 }
 
 fn render(s: &Stats) -> String {
-    let mib = |b: u64| format!("{:.1} MiB", b as f64 / (1024.0 * 1024.0));
+    let size = |b: u64| match b {
+        0..1024 => format!("{b} B"),
+        1024..1_048_576 => format!("{:.1} KiB", b as f64 / 1024.0),
+        _ => format!("{:.1} MiB", b as f64 / 1_048_576.0),
+    };
     let when = |ms: Option<u64>| {
         ms.map(|ms| {
             humantime::format_rfc3339_seconds(
@@ -82,9 +86,9 @@ fn render(s: &Stats) -> String {
         "cache:   {}\nentries: {} answer(s), {} of {} (maxSize), {} on disk\nages:    oldest {}, newest {}; kept for {} (maxAge)\n",
         s.path.display(),
         s.entries,
-        mib(s.bytes),
-        mib(s.max_size),
-        mib(s.file_bytes),
+        size(s.bytes),
+        size(s.max_size),
+        size(s.file_bytes),
         when(s.oldest_ms),
         when(s.newest_ms),
         humantime::format_duration(std::time::Duration::from_secs(s.max_age_secs)),
