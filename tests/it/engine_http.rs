@@ -161,3 +161,45 @@ fn a_401_on_the_primary_is_one_request_no_retry_no_failover_and_forces_it_open()
         assert_eq!(u.routes_tried, ["fallback"]);
     }
 }
+
+/// A duration in Rust's Debug form (`499.870812ms`, `12ns`, `3µs`) inside `text`.
+fn debug_duration(text: &str) -> Option<&str> {
+    let b = text.as_bytes();
+    (0..b.len()).find_map(|i| {
+        let digits = b[i..].iter().take_while(|c| c.is_ascii_digit()).count();
+        let frac = b.get(i + digits) == Some(&b'.')
+            && b[i + digits + 1..]
+                .iter()
+                .take_while(|c| c.is_ascii_digit())
+                .count()
+                >= 3;
+        let tiny = digits > 0
+            && ["ns", "µs"]
+                .iter()
+                .any(|u| text[i + digits..].starts_with(u));
+        ((i == 0 || !b[i - 1].is_ascii_digit()) && digits > 0 && (frac || tiny))
+            .then(|| &text[i..(i + 20).min(text.len())])
+    })
+}
+
+#[test]
+fn a_deadline_cut_by_the_hunk_budget_reads_as_people_write_it() {
+    let fake = FakeProvider::start();
+    fake.script("a", vec![Behavior::status(503), Behavior::Hang]);
+    let a = http(&fake, "a", ProviderKind::OpenAi);
+    let mut e = exec();
+    // The retry's deadline is what the first attempt left of the hunk budget: never a
+    // round number.
+    e.hunk_budget = MS(500);
+    e.first_token_timeout = MS(5000);
+    let (r, _) = run(vec![(a, 1)], e, units(1));
+    let u = &r.units[0];
+    assert_eq!(u.attempts.len(), 2, "{u:?}");
+    let reason = &u.attempts[1].record.reason;
+    assert!(reason.contains("deadline"), "{reason}");
+    assert_eq!(debug_duration(reason), None, "{reason}");
+    assert_eq!(debug_duration(&u.reason), None, "{}", u.reason);
+    assert_eq!(debug_duration("within 499.870812ms"), Some("499.870812ms"));
+    assert_eq!(debug_duration("after 0ns"), Some("0ns"));
+    assert_eq!(debug_duration("within 499ms, 1.5s"), None);
+}
