@@ -7,8 +7,7 @@ use crate::config::{ChunkMode, Chunking};
 use crate::diff::{FileChange, Line, LineKind};
 use serde::Serialize;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ChunkLineKind {
     Context,
     Added,
@@ -17,8 +16,7 @@ pub enum ChunkLineKind {
     Elided,
 }
 
-#[derive(Debug, Clone, Serialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone)]
 pub struct ChunkLine {
     pub kind: ChunkLineKind,
     pub old_no: Option<u32>,
@@ -52,8 +50,9 @@ impl Chunk {
         self.added == 0 && self.removed > 0
     }
 
-    /// Characters of the rendered chunk (diff lines and context), used for the size cap.
-    pub fn chars(&self) -> usize {
+    /// Bytes of the rendered chunk (diff lines and context), the measure of the size cap
+    /// (`maxChunkSize`; bytes are never fewer than characters, so the cap holds for both).
+    pub fn rendered_bytes(&self) -> usize {
         self.lines
             .iter()
             .map(|l| l.text.len() + LINE_OVERHEAD)
@@ -433,7 +432,11 @@ mod tests {
         assert!(chunks.len() > 1);
         assert_eq!(chunks.iter().map(|c| c.added).sum::<usize>(), texts.len());
         for c in &chunks {
-            assert!(c.chars() <= cfg.max_chunk_size, "{}", c.chars());
+            assert!(
+                c.rendered_bytes() <= cfg.max_chunk_size,
+                "{}",
+                c.rendered_bytes()
+            );
             assert!(c.split);
             let first = &c.lines[0].text;
             assert!(

@@ -4,12 +4,10 @@
 //! object is a `bad_response`, never a clean review.
 
 use crate::severity::{Confidence, Severity};
-use serde::Serialize;
 use serde_json::Value;
 
 /// One finding as the model reported it, validated.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ModelFinding {
     pub severity: Severity,
     pub confidence: Confidence,
@@ -17,13 +15,10 @@ pub struct ModelFinding {
     pub description: String,
     pub line: u32,
     pub end_line: u32,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub suggestion: Option<String>,
     /// The exact new text of lines `line..=end_line` that would fix the problem.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub replacement: Option<String>,
     /// The skill the model attributed it to (consolidated requests ask for it).
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub skill: Option<String>,
 }
 

@@ -21,8 +21,9 @@ pub struct Prompt {
 }
 
 impl Prompt {
+    /// Characters of both messages (not bytes: a name says what it counts).
     pub fn chars(&self) -> usize {
-        self.system.len() + self.user.len()
+        self.system.chars().count() + self.user.chars().count()
     }
 }
 

@@ -153,7 +153,6 @@ fn units(plan: &Plan, skills: &[ActiveSkill], settings: &Settings) -> Vec<UnitWo
                 .iter()
                 .filter_map(|name| skills.iter().find(|a| a.skill.name == *name))
                 .collect();
-            let prompt_skills: Vec<&Skill> = unit_skills.iter().map(|a| &a.skill).collect();
             let routes = unit_skills
                 .iter()
                 .find_map(|a| a.config.routes.as_ref())
@@ -161,7 +160,7 @@ fn units(plan: &Plan, skills: &[ActiveSkill], settings: &Settings) -> Vec<UnitWo
                 .unwrap_or_default();
             UnitWork {
                 index: u.index,
-                prompt: plan.prompt(u, &prompt_skills, settings.chunking.max_context_files),
+                prompt: (*u.prompt).clone(),
                 lines: (u.start_line, u.end_line),
                 optional: u.optional,
                 labels: UnitLabels {

@@ -54,8 +54,7 @@ pub struct Hunk {
     pub lines: Vec<Line>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LineKind {
     Context,
     Added,

@@ -7,6 +7,7 @@ use serde::Serialize;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+/// A unit's status (DESIGN.md section 5).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, PartialOrd, Ord)]
 #[serde(rename_all = "snake_case")]
 pub enum UnitStatus {
@@ -26,6 +27,7 @@ pub enum UnitStatus {
 }
 
 impl UnitStatus {
+    /// The status as reports spell it.
     pub fn as_str(self) -> &'static str {
         match self {
             UnitStatus::Reviewed => "reviewed",
@@ -39,39 +41,49 @@ impl UnitStatus {
 }
 
 /// One attempt as the unit saw it: the provider's record plus when it started.
-#[derive(Debug, Clone, Serialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone)]
 pub struct AttemptLog {
+    /// 1-based.
     pub number: u32,
-    /// Since the review started.
-    #[serde(serialize_with = "ms")]
+    /// Since the pass started.
     pub started: Duration,
+    /// It went through as a half-open probe.
     pub probe: bool,
-    #[serde(flatten)]
+    /// What the provider measured.
     pub record: AttemptRecord,
 }
 
 /// A route change within a unit, and why.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Move {
+    /// The route that failed.
     pub from: String,
+    /// The route tried next.
     pub to: String,
+    /// The failure.
     pub reason: String,
 }
 
-#[derive(Debug, Clone, Serialize)]
-#[serde(rename_all = "camelCase")]
+/// How one unit ended: exactly one status, its attempts, and every finding received.
+#[derive(Debug, Clone)]
 pub struct UnitResult {
+    /// The unit's index.
     pub unit: usize,
+    /// Its final status.
     pub status: UnitStatus,
     /// The route that produced the result (None if none did).
     pub route: Option<String>,
     /// Why the unit ended as it did, for people.
     pub reason: String,
+    /// Every attempt, in order.
     pub attempts: Vec<AttemptLog>,
+    /// The route of each attempt, in order.
     pub routes_tried: Vec<String>,
+    /// Route changes, with reasons.
     pub moves: Vec<Move>,
+    /// The findings of the answer that reviewed it.
     pub findings: Vec<ModelFinding>,
+    /// Findings the answer had that were out of range or invalid.
     pub dropped_findings: usize,
     /// Set when the result is an earlier run's answer from the result cache (no request).
     pub from_cache: Option<FromCache>,
@@ -88,30 +100,35 @@ pub struct FromCache {
 }
 
 /// Per-route figures the engine itself knows (the rest is derived from attempts).
-#[derive(Debug, Clone, Serialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone)]
 pub struct RouteSummary {
+    /// The breaker's state at the end.
     pub breaker: super::breaker::BreakerState,
+    /// Times it opened.
     pub opens: u32,
-    #[serde(serialize_with = "ms")]
+    /// Time spent not closed.
     pub time_open: Duration,
     /// The most attempts this route had in flight at once.
     pub peak_in_flight: usize,
+    /// Its bulkhead size.
     pub max_concurrency: usize,
 }
 
+/// What one pass of the engine did.
 #[derive(Debug, Clone)]
 pub struct EngineReport {
+    /// Every unit's result, in the order the units were given.
     pub units: Vec<UnitResult>,
+    /// How long the pass took.
     pub elapsed: Duration,
+    /// The budget it had.
     pub budget: Duration,
+    /// The budget ran out (attempts in flight were cancelled).
     pub budget_expired: bool,
+    /// A signal interrupted it.
     pub interrupted: bool,
+    /// Figures per route name (the run's route state at the end of the pass).
     pub routes: BTreeMap<String, RouteSummary>,
     /// Route names in failover order.
     pub route_order: Vec<String>,
-}
-
-fn ms<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
-    s.serialize_u64(d.as_millis() as u64)
 }

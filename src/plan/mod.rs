@@ -15,6 +15,7 @@ use crate::prompt::{self, FileFacts};
 use crate::scan::{self, Skipped};
 use crate::skills::ActiveSkill;
 use serde::Serialize;
+use std::sync::Arc;
 
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -64,7 +65,11 @@ pub struct Unit {
     pub priority: i32,
     /// Optional work is shed first when the review budget runs low (deletion-only chunks).
     pub optional: bool,
+    /// Characters of the prompt.
     pub prompt_chars: usize,
+    /// The prompt sent for this unit, built once (here) and shared with the review.
+    #[serde(skip)]
+    pub prompt: Arc<prompt::Prompt>,
 }
 
 #[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
@@ -93,7 +98,8 @@ fn context_files(files: &[PlannedFile], fi: usize, cap: usize) -> Vec<String> {
 }
 
 impl Plan {
-    /// The prompt of one unit, exactly as `build` sized it.
+    /// A unit's prompt for `skills`, with at most `max_context_files` other files named
+    /// (the verification pass asks with none; the review uses `Unit::prompt`).
     pub fn prompt(
         &self,
         unit: &Unit,
@@ -120,74 +126,16 @@ pub fn build(
     skills: &[ActiveSkill],
 ) -> Plan {
     let scanned = scan::scan(&diff.files, content, settings, skills);
-    let mut files = Vec::with_capacity(scanned.kept.len());
-    let mut chunk_skills: Vec<Vec<usize>> = Vec::new();
-    for kept in &scanned.kept {
-        let chunks = chunk::chunk_file(
-            kept.file,
-            kept.content.as_deref(),
-            kept.mode,
-            &settings.chunking,
-        );
-        chunk_skills.push(kept.skills.clone());
-        files.push(PlannedFile {
-            path: kept.file.path.clone(),
-            old_path: kept.file.old_path.clone(),
-            status: kept.file.status,
-            score: kept.score.value,
-            reasons: kept.score.reasons.clone(),
-            added: kept.file.added(),
-            removed: kept.file.removed(),
-            mode: match kept.mode {
-                ChunkMode::WholeFile => "whole-file",
-                _ => "per-hunk",
-            },
-            skills: kept
-                .skills
-                .iter()
-                .map(|i| skills[*i].skill.name.clone())
-                .collect(),
-            chunks,
-        });
-    }
-
-    let cap = settings.chunking.max_context_files;
+    let files: Vec<PlannedFile> = scanned
+        .kept
+        .iter()
+        .map(|kept| planned_file(kept, settings, skills))
+        .collect();
+    let chunk_skills: Vec<&[usize]> = scanned.kept.iter().map(|k| k.skills.as_slice()).collect();
     let mut units = Vec::new();
     for (fi, file) in files.iter().enumerate() {
-        let others = context_files(&files, fi, cap);
-        let facts = FileFacts {
-            path: &file.path,
-            old_path: file.old_path.as_ref(),
-            status: file.status,
-            other_files: &others,
-        };
-        // Consolidated skills share one unit (one request) per chunk; the rest get one each.
-        let (together, alone): (Vec<usize>, Vec<usize>) = chunk_skills[fi]
-            .iter()
-            .partition(|si| skills[**si].config.consolidate);
-        let mut groups: Vec<Vec<&crate::skills::Skill>> =
-            alone.iter().map(|si| vec![&skills[*si].skill]).collect();
-        if !together.is_empty() {
-            groups.insert(0, together.iter().map(|si| &skills[*si].skill).collect());
-        }
-        for (ci, chunk) in file.chunks.iter().enumerate() {
-            for group in &groups {
-                let names: Vec<String> = group.iter().map(|s| s.name.clone()).collect();
-                units.push(Unit {
-                    index: 0,
-                    skill: names.join("+"),
-                    skills: names,
-                    path: file.path.clone(),
-                    file: fi,
-                    chunk: ci,
-                    start_line: chunk.start_line,
-                    end_line: chunk.end_line,
-                    priority: file.score,
-                    optional: chunk.deletion_only(),
-                    prompt_chars: prompt::build(group, &facts, chunk).chars(),
-                });
-            }
-        }
+        let others = context_files(&files, fi, settings.chunking.max_context_files);
+        units.extend(file_units(fi, file, &others, chunk_skills[fi], skills));
     }
     // Required work first, then by relevance; stable, so file and chunk order hold within.
     units.sort_by(|a, b| {
@@ -198,7 +146,6 @@ pub fn build(
     for (i, u) in units.iter_mut().enumerate() {
         u.index = i;
     }
-
     let planned_changed_lines = files.iter().map(|f| f.added + f.removed).sum();
     let skipped_changed_lines = scanned.skipped.iter().map(|s| s.added + s.removed).sum();
     let totals = Totals {
@@ -220,4 +167,78 @@ pub fn build(
         units,
         totals,
     }
+}
+
+fn planned_file(kept: &scan::Kept<'_>, settings: &Settings, skills: &[ActiveSkill]) -> PlannedFile {
+    PlannedFile {
+        path: kept.file.path.clone(),
+        old_path: kept.file.old_path.clone(),
+        status: kept.file.status,
+        score: kept.score.value,
+        reasons: kept.score.reasons.clone(),
+        added: kept.file.added(),
+        removed: kept.file.removed(),
+        mode: match kept.mode {
+            ChunkMode::WholeFile => "whole-file",
+            _ => "per-hunk",
+        },
+        skills: kept
+            .skills
+            .iter()
+            .map(|i| skills[*i].skill.name.clone())
+            .collect(),
+        chunks: chunk::chunk_file(
+            kept.file,
+            kept.content.as_deref(),
+            kept.mode,
+            &settings.chunking,
+        ),
+    }
+}
+
+/// The units of one file: one per chunk and skill, except that consolidated skills share
+/// one unit (one request) per chunk. Each carries its prompt, built once here.
+fn file_units(
+    fi: usize,
+    file: &PlannedFile,
+    others: &[String],
+    file_skills: &[usize],
+    skills: &[ActiveSkill],
+) -> Vec<Unit> {
+    let facts = FileFacts {
+        path: &file.path,
+        old_path: file.old_path.as_ref(),
+        status: file.status,
+        other_files: others,
+    };
+    let (together, alone): (Vec<usize>, Vec<usize>) = file_skills
+        .iter()
+        .partition(|si| skills[**si].config.consolidate);
+    let mut groups: Vec<Vec<&crate::skills::Skill>> =
+        alone.iter().map(|si| vec![&skills[*si].skill]).collect();
+    if !together.is_empty() {
+        groups.insert(0, together.iter().map(|si| &skills[*si].skill).collect());
+    }
+    let mut units = Vec::new();
+    for (ci, chunk) in file.chunks.iter().enumerate() {
+        for group in &groups {
+            let names: Vec<String> = group.iter().map(|s| s.name.clone()).collect();
+            let prompt = prompt::build(group, &facts, chunk);
+            units.push(Unit {
+                index: 0,
+                skill: names.join("+"),
+                skills: names,
+                path: file.path.clone(),
+                file: fi,
+                chunk: ci,
+                start_line: chunk.start_line,
+                end_line: chunk.end_line,
+                priority: file.score,
+                optional: chunk.deletion_only(),
+                prompt_chars: prompt.chars(),
+                prompt: Arc::new(prompt),
+            });
+        }
+    }
+    units
 }

@@ -60,12 +60,12 @@ pub fn render_text(plan: &Plan) -> String {
             };
             let _ = writeln!(
                 out,
-                "        lines {}-{}  +{} -{}  {} chars{notes}",
+                "        lines {}-{}  +{} -{}  {} bytes{notes}",
                 c.start_line,
                 c.end_line,
                 c.added,
                 c.removed,
-                c.chars()
+                c.rendered_bytes()
             );
         }
     }

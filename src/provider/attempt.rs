@@ -96,8 +96,7 @@ impl Stage {
 }
 
 /// Token usage and cost, when the provider reports them.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct Usage {
     pub input_tokens: Option<u64>,
     pub output_tokens: Option<u64>,
@@ -106,8 +105,7 @@ pub struct Usage {
 }
 
 /// Everything measured about one attempt. Never contains a key or prompt content.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, PartialEq)]
 pub struct AttemptRecord {
     pub route: String,
     pub provider: &'static str,
@@ -115,15 +113,11 @@ pub struct AttemptRecord {
     /// The model that answered, when the provider says (OpenRouter may route elsewhere).
     pub model_answered: Option<String>,
     /// Time to response headers.
-    #[serde(serialize_with = "ms_opt")]
     pub headers: Option<Duration>,
     /// Time to the first non-empty content delta (streaming only).
-    #[serde(serialize_with = "ms_opt")]
     pub ttft: Option<Duration>,
-    #[serde(serialize_with = "ms")]
     pub duration: Duration,
     /// The deadline this attempt was given.
-    #[serde(serialize_with = "ms")]
     pub deadline: Duration,
     pub bytes: u64,
     pub usage: Option<Usage>,
@@ -134,12 +128,13 @@ pub struct AttemptRecord {
     /// A short reason for people ("503 from provider", "no token within 90s").
     pub reason: String,
     /// A rate limit's Retry-After, when given.
-    #[serde(serialize_with = "ms_opt")]
     pub retry_after: Option<Duration>,
 }
 
 impl AttemptRecord {
-    /// A record for an attempt that is starting: outcome `ok` and nothing measured yet.
+    /// A record for an attempt that is starting: nothing measured yet, and an outcome
+    /// that is not `ok` (`cancelled`, "the attempt did not finish") until the provider
+    /// stamps what happened; a record nobody finished never claims success.
     pub fn new(
         route: impl Into<String>,
         provider: &'static str,
@@ -159,21 +154,27 @@ impl AttemptRecord {
             usage: None,
             http_status: None,
             request_id: None,
-            outcome: Outcome::Ok,
+            outcome: Outcome::Cancelled,
             stage: None,
-            reason: String::new(),
+            reason: "the attempt did not finish".into(),
             retry_after: None,
         }
     }
 }
 
-fn ms<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
-    s.serialize_u64(d.as_millis() as u64)
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-fn ms_opt<S: serde::Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
-    match d {
-        Some(d) => s.serialize_some(&(d.as_millis() as u64)),
-        None => s.serialize_none(),
+    #[test]
+    fn a_record_never_starts_as_ok() {
+        let r = AttemptRecord::new("r", "openai", "m", Duration::from_secs(1));
+        assert_ne!(r.outcome, Outcome::Ok);
+        let done = crate::provider::finish(r, Ok(crate::findings::Extracted::default()), None);
+        assert_eq!(
+            done.record.outcome,
+            Outcome::Ok,
+            "success is stamped, not assumed"
+        );
     }
 }

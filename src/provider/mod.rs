@@ -215,6 +215,7 @@ pub(crate) fn finish(
 ) -> Attempt {
     match result {
         Ok(extracted) => {
+            record.outcome = Outcome::Ok;
             let dropped = extracted.dropped_out_of_range + extracted.dropped_invalid;
             record.reason = match (extracted.findings.len(), dropped) {
                 (n, 0) => format!("{n} finding{}", if n == 1 { "" } else { "s" }),

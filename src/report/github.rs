@@ -56,11 +56,7 @@ pub fn render(r: &Report) -> String {
         "::notice title=warden::{}",
         escape_data(&format!(
             "review {}: {} of {} units reviewed, {} findings",
-            match r.outcome {
-                super::ReviewOutcome::Complete => "complete",
-                super::ReviewOutcome::Partial => "PARTIAL",
-                super::ReviewOutcome::Unavailable => "UNAVAILABLE",
-            },
+            r.outcome.label(),
             s.reviewed,
             s.units,
             s.findings

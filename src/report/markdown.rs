@@ -78,11 +78,13 @@ fn verdict(r: &Report) -> String {
             if s.units == 1 { "" } else { "s" }
         ),
         ReviewOutcome::Partial => format!(
-            "⚠️ **warden** review PARTIAL: {findings}; **{missing} of {} units NOT reviewed**.",
+            "⚠️ **warden** review {}: {findings}; **{missing} of {} units NOT reviewed**.",
+            r.outcome.label(),
             s.units
         ),
         ReviewOutcome::Unavailable => format!(
-            "❌ **warden** review UNAVAILABLE: **none of the {} units was reviewed**; {findings}.",
+            "❌ **warden** review {}: **none of the {} units was reviewed**; {findings}.",
+            r.outcome.label(),
             s.units
         ),
     }

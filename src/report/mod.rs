@@ -48,6 +48,16 @@ pub enum ReviewOutcome {
 }
 
 impl ReviewOutcome {
+    /// The outcome as people read it in every human format: `complete`, and the ones
+    /// that are not a clean review in capitals (`PARTIAL`, `UNAVAILABLE`).
+    pub fn label(self) -> &'static str {
+        match self {
+            ReviewOutcome::Complete => "complete",
+            ReviewOutcome::Partial => "PARTIAL",
+            ReviewOutcome::Unavailable => "UNAVAILABLE",
+        }
+    }
+
     /// The outcome as the JSON report spells it.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -264,6 +274,23 @@ impl From<&crate::engine::AttemptLog> for AttemptReport {
             reason: r.reason.clone(),
         }
     }
+}
+
+/// A route's figures as table cells, in the order every route table shows them: calls,
+/// ok, timeouts, unavailable, rate limited, failovers from, p50, p95, max, TTFT p95.
+pub(crate) fn route_cells(m: &RouteMetrics, none: &str) -> [String; 10] {
+    [
+        m.calls.to_string(),
+        m.ok.to_string(),
+        m.timeouts.to_string(),
+        m.unavailable.to_string(),
+        m.rate_limited.to_string(),
+        m.failovers_from.to_string(),
+        secs(m.p50_ms, none),
+        secs(m.p95_ms, none),
+        secs(m.max_ms, none),
+        secs(m.ttft_p95_ms, none),
+    ]
 }
 
 /// Milliseconds as seconds with one decimal for tables ("4.2s"), or `none` when absent.

@@ -43,14 +43,16 @@ fn body(r: &Report, shown: usize) -> String {
     let mut out = String::new();
     let s = &r.summary;
     let verdict = match r.outcome {
-        ReviewOutcome::Complete => "✅ complete".to_string(),
+        ReviewOutcome::Complete => format!("✅ {}", r.outcome.label()),
         ReviewOutcome::Partial => format!(
-            "⚠️ **PARTIAL**: {} of {} units were NOT reviewed",
+            "⚠️ **{}**: {} of {} units were NOT reviewed",
+            r.outcome.label(),
             s.units - s.reviewed,
             s.units
         ),
         ReviewOutcome::Unavailable => format!(
-            "❌ **UNAVAILABLE**: none of the {} units was reviewed",
+            "❌ **{}**: none of the {} units was reviewed",
+            r.outcome.label(),
             s.units
         ),
     };
@@ -142,18 +144,9 @@ pub(crate) fn route_table(r: &Report) -> String {
         let m = &r.routes[name];
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} ({} opens) |",
+            "| {} | {} | {} ({} opens) |",
             cell(name),
-            m.calls,
-            m.ok,
-            m.timeouts,
-            m.unavailable,
-            m.rate_limited,
-            m.failovers_from,
-            super::secs(m.p50_ms, "–"),
-            super::secs(m.p95_ms, "–"),
-            super::secs(m.max_ms, "–"),
-            super::secs(m.ttft_p95_ms, "–"),
+            super::route_cells(m, "–").join(" | "),
             m.breaker.state.as_str(),
             m.breaker.opens
         );

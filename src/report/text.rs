@@ -162,20 +162,21 @@ pub fn render(r: &Report) -> String {
         );
         for name in &r.route_order {
             let m = &r.routes[name];
+            let c = super::route_cells(m, "-");
             let _ = writeln!(
                 out,
                 "  {:<16} {:>5} {:>5} {:>8} {:>11} {:>9} {:>9} {:>8} {:>8} {:>8} {:>9}  {}{}",
                 name,
-                m.calls,
-                m.ok,
-                m.timeouts,
-                m.unavailable,
-                m.rate_limited,
-                m.failovers_from,
-                super::secs(m.p50_ms, "-"),
-                super::secs(m.p95_ms, "-"),
-                super::secs(m.max_ms, "-"),
-                super::secs(m.ttft_p95_ms, "-"),
+                c[0],
+                c[1],
+                c[2],
+                c[3],
+                c[4],
+                c[5],
+                c[6],
+                c[7],
+                c[8],
+                c[9],
                 m.breaker.state.as_str(),
                 if m.breaker.opens > 0 {
                     format!(" (opened {}x)", m.breaker.opens)
@@ -244,9 +245,9 @@ pub fn render(r: &Report) -> String {
         );
     }
     let outcome = match r.outcome {
-        ReviewOutcome::Complete => style("complete").green().bold(),
-        ReviewOutcome::Partial => style("PARTIAL").yellow().bold(),
-        ReviewOutcome::Unavailable => style("UNAVAILABLE").red().bold(),
+        ReviewOutcome::Complete => style(r.outcome.label()).green().bold(),
+        ReviewOutcome::Partial => style(r.outcome.label()).yellow().bold(),
+        ReviewOutcome::Unavailable => style(r.outcome.label()).red().bold(),
     };
     let _ = writeln!(
         out,

@@ -3,9 +3,8 @@
 //! point of the score comes with a reason a person can read in `warden plan`.
 
 use crate::diff::{FileChange, LineKind};
-use serde::Serialize;
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone)]
 pub struct Score {
     pub value: i32,
     pub reasons: Vec<String>,

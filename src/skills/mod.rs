@@ -9,7 +9,6 @@ pub use files::{EntryKind, SkillFiles, WorkTree};
 
 use crate::config::{RunEvent, Settings, SkillConfig, Thresholds};
 use crate::error::{Error, Result};
-use serde::Serialize;
 use std::path::{Path, PathBuf};
 
 /// Repository folders searched for skills, highest precedence first.
@@ -33,21 +32,18 @@ const BUILT_IN: &[(&str, &str)] = &[
     ),
 ];
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase", tag = "kind", content = "path")]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SkillOrigin {
     BuiltIn,
     Repo(PathBuf),
 }
 
-#[derive(Debug, Clone, Serialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone)]
 pub struct Skill {
     pub name: String,
     pub description: String,
     pub allowed_tools: Vec<String>,
     /// The Markdown body: the skill's instructions to the model.
-    #[serde(skip)]
     pub prompt: String,
     pub origin: SkillOrigin,
 }

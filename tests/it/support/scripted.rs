@@ -119,6 +119,7 @@ impl Scripted {
                 .to_string();
                 let extracted =
                     warden::findings::extract(&answer, req.lines.0, req.lines.1).unwrap();
+                record.outcome = Outcome::Ok;
                 record.reason = "ok".into();
                 Attempt {
                     record,
