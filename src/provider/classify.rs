@@ -62,23 +62,40 @@ pub fn classify_status(status: u16, headers: &HeaderMap, body: &[u8]) -> Failure
     f
 }
 
-/// `retry-after-ms` (milliseconds) or `retry-after` (seconds or an HTTP date).
+/// The longest Retry-After warden keeps. Providers send what they like (`1e20`,
+/// `18446744073709551615`); anything longer than any budget is simply "too long", and
+/// clamping keeps every later `Instant + Duration` in range.
+pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(30 * 24 * 3600);
+
+/// `retry-after-ms` (milliseconds) or `retry-after` (seconds or an HTTP date), clamped
+/// to [`MAX_RETRY_AFTER`]; negative, NaN or unparseable values are ignored.
 pub fn retry_after(headers: &HeaderMap) -> Option<Duration> {
     let get = |k: &str| headers.get(k).and_then(|v| v.to_str().ok()).map(str::trim);
     if let Some(ms) = get("retry-after-ms").and_then(|v| v.parse::<f64>().ok())
-        && ms.is_finite()
-        && ms >= 0.0
+        && let Some(d) = clamped_secs(ms / 1000.0)
     {
-        return Some(Duration::from_secs_f64(ms / 1000.0));
+        return Some(d);
     }
     let v = get("retry-after")?;
     if let Ok(secs) = v.parse::<f64>() {
-        return (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs));
+        return clamped_secs(secs);
     }
     let at = httpdate::parse_http_date(v).ok()?;
     Some(
         at.duration_since(SystemTime::now())
-            .unwrap_or(Duration::ZERO),
+            .unwrap_or(Duration::ZERO)
+            .min(MAX_RETRY_AFTER),
+    )
+}
+
+fn clamped_secs(secs: f64) -> Option<Duration> {
+    if secs.is_nan() || secs < 0.0 {
+        return None; // negative or NaN
+    }
+    Some(
+        Duration::try_from_secs_f64(secs)
+            .unwrap_or(MAX_RETRY_AFTER)
+            .min(MAX_RETRY_AFTER),
     )
 }
 
@@ -146,5 +163,38 @@ mod tests {
             d > Duration::from_secs(25) && d <= Duration::from_secs(30),
             "{d:?}"
         );
+    }
+
+    #[test]
+    fn absurd_retry_after_values_are_clamped_not_a_panic() {
+        for v in [
+            "1e20",
+            "18446744073709551615",
+            "18446744073709551616",
+            "1e308",
+            "inf",
+            "1e400",
+        ] {
+            for header in ["retry-after", "retry-after-ms"] {
+                let mut h = HeaderMap::new();
+                h.insert(header, v.parse().unwrap());
+                assert_eq!(retry_after(&h), Some(MAX_RETRY_AFTER), "{header}: {v}");
+            }
+        }
+        for v in ["-1", "NaN", "-inf", "soon"] {
+            let mut h = HeaderMap::new();
+            h.insert("retry-after", v.parse().unwrap());
+            assert_eq!(retry_after(&h), None, "{v}");
+        }
+        let mut h = HeaderMap::new();
+        h.insert(
+            "retry-after",
+            "Fri, 31 Dec 9999 23:59:59 GMT".parse().unwrap(),
+        );
+        assert_eq!(retry_after(&h), Some(MAX_RETRY_AFTER));
+        // An unusable retry-after-ms falls back to retry-after.
+        h.insert("retry-after-ms", "NaN".parse().unwrap());
+        h.insert("retry-after", "3".parse().unwrap());
+        assert_eq!(retry_after(&h), Some(Duration::from_secs(3)));
     }
 }

@@ -1,17 +1,41 @@
 //! One HTTP exchange under the attempt's clocks: connect (the client's connect timeout),
 //! time to first token, idle between content chunks, and the total deadline. When a
 //! clock runs out the response is dropped, which closes the connection at once. Nothing
-//! here retries: one call is exactly one request on the wire.
+//! here retries or follows a redirect: one call is exactly one request on the wire, to
+//! the configured origin only.
 
 use super::Limits;
 use super::attempt::{Outcome, Stage, Usage};
+use super::body;
 use super::classify::{self, Failure};
-use super::sse::{SseItem, SseReader};
+use super::sse::{SseItem, size};
+use crate::config::format_duration;
 use tokio::time::{Instant, timeout_at};
 
-/// Error bodies are read up to this size; answers up to `MAX_ANSWER`.
+/// Error bodies are read up to this size.
 const MAX_ERROR_BODY: usize = 64 * 1024;
-const MAX_ANSWER: usize = 4 * 1024 * 1024;
+
+/// What one response may hold. A provider is not trusted to send sane sizes: past a cap
+/// the attempt ends as `bad_response` with a reason that names the cap.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ResponseCaps {
+    /// One line of an event stream.
+    pub line: usize,
+    /// One event's data.
+    pub event: usize,
+    /// The whole body, streamed or not.
+    pub body: usize,
+}
+
+impl Default for ResponseCaps {
+    fn default() -> Self {
+        ResponseCaps {
+            line: 1024 * 1024,
+            event: 1024 * 1024,
+            body: 8 * 1024 * 1024,
+        }
+    }
+}
 
 /// A successful answer's text and metadata.
 #[derive(Debug, Clone, Default)]
@@ -42,12 +66,20 @@ pub(crate) trait Decoder: Send {
     fn body(&mut self, body: &[u8]) -> Result<Answer, Failure>;
 }
 
+/// How much of a provider's text a reason may carry before redaction; the reason is cut
+/// shorter only after the key was redacted (see `secret::clean_reason`).
+pub(crate) const MESSAGE_CHARS: usize = 2000;
+
 /// Parses a whole non-streaming body; anything but JSON is a `bad_response`.
 pub(crate) fn json_body(body: &[u8]) -> Result<serde_json::Value, Failure> {
     serde_json::from_slice(body).map_err(|e| {
+        let start: String = String::from_utf8_lossy(&body[..body.len().min(4 * MESSAGE_CHARS)])
+            .chars()
+            .take(MESSAGE_CHARS)
+            .collect();
         Failure::new(
             Outcome::BadResponse,
-            format!("unparseable response body: {e}"),
+            format!("unparseable response body ({e}); it starts with `{start}`"),
         )
     })
 }
@@ -64,12 +96,66 @@ pub(crate) struct Exchange {
     pub result: Result<Answer, Failure>,
 }
 
-fn timeout(stage: Stage, reason: String) -> Failure {
-    Failure {
-        outcome: Outcome::Timeout,
-        stage: Some(stage),
-        reason,
-        retry_after: None,
+/// The attempt's clocks as instants.
+pub(crate) struct Clocks {
+    pub t0: Instant,
+    pub total_at: Instant,
+    pub first_at: Instant,
+    pub limits: Limits,
+}
+
+impl Clocks {
+    fn new(limits: &Limits, stream: bool) -> Clocks {
+        let t0 = Instant::now();
+        let total_at = t0 + limits.total;
+        // Streaming: a token must come within first_token. Non-streaming: the whole
+        // answer arrives at once, so only the total deadline bounds the wait for it.
+        let first_at = if stream {
+            (t0 + limits.first_token).min(total_at)
+        } else {
+            total_at
+        };
+        Clocks {
+            t0,
+            total_at,
+            first_at,
+            limits: *limits,
+        }
+    }
+
+    /// The timeout for a clock that ran out at `at`.
+    pub fn expired(&self, at: Instant, saw_token: bool) -> Failure {
+        let (stage, reason) = if at >= self.total_at {
+            (
+                Stage::Total,
+                format!(
+                    "no complete answer within the {} deadline",
+                    format_duration(self.limits.total)
+                ),
+            )
+        } else if !saw_token {
+            (
+                Stage::FirstToken,
+                format!(
+                    "no token within {}",
+                    format_duration(self.limits.first_token)
+                ),
+            )
+        } else {
+            (
+                Stage::Idle,
+                format!(
+                    "no token for {} (idle limit)",
+                    format_duration(self.limits.idle)
+                ),
+            )
+        };
+        Failure {
+            outcome: Outcome::Timeout,
+            stage: Some(stage),
+            reason,
+            retry_after: None,
+        }
     }
 }
 
@@ -77,18 +163,12 @@ pub(crate) async fn exchange(
     client: &reqwest::Client,
     request: reqwest::Request,
     limits: &Limits,
+    caps: &ResponseCaps,
     stream: bool,
     decoder: &mut dyn Decoder,
 ) -> Exchange {
-    let t0 = Instant::now();
-    let total_at = t0 + limits.total;
-    // Streaming: a token must come within first_token. Non-streaming: the whole answer
-    // arrives at once, so only the total deadline bounds the wait for it.
-    let first_at = if stream {
-        (t0 + limits.first_token).min(total_at)
-    } else {
-        total_at
-    };
+    let clocks = Clocks::new(limits, stream);
+    let t0 = clocks.t0;
     let mut ex = Exchange {
         status: None,
         headers: None,
@@ -98,62 +178,17 @@ pub(crate) async fn exchange(
         request_id: None,
         result: Err(Failure::new(Outcome::Unavailable, "not sent")),
     };
-    let stage_at = |at: Instant, ttft: bool| -> (Stage, String) {
-        if at >= total_at {
-            (
-                Stage::Total,
-                format!(
-                    "no complete answer within the {} deadline",
-                    crate::config::format_duration(limits.total)
-                ),
-            )
-        } else if !ttft {
-            (
-                Stage::FirstToken,
-                format!(
-                    "no token within {}",
-                    crate::config::format_duration(limits.first_token)
-                ),
-            )
-        } else {
-            (
-                Stage::Idle,
-                format!(
-                    "no token for {} (idle limit)",
-                    crate::config::format_duration(limits.idle)
-                ),
-            )
-        }
-    };
-
-    let resp = match timeout_at(first_at, client.execute(request)).await {
+    let url = request.url().clone();
+    let resp = match timeout_at(clocks.first_at, client.execute(request)).await {
         Err(_) => {
-            let (stage, reason) = stage_at(first_at, false);
-            ex.result = Err(timeout(stage, format!("{reason}; no response headers")));
+            let mut f = clocks.expired(clocks.first_at, false);
+            f.reason.push_str("; no response headers");
+            ex.result = Err(f);
             ex.duration = t0.elapsed();
             return ex;
         }
         Ok(Err(e)) => {
-            // The only timeout reqwest itself enforces is the connect timeout.
-            ex.result = Err(if e.is_timeout() {
-                timeout(
-                    Stage::Connect,
-                    format!(
-                        "could not connect within {}",
-                        crate::config::format_duration(limits.connect)
-                    ),
-                )
-            } else if e.is_connect() {
-                Failure::new(
-                    Outcome::Unavailable,
-                    format!("connection failed: {}", root_cause(&e)),
-                )
-            } else {
-                Failure::new(
-                    Outcome::Unavailable,
-                    format!("request failed: {}", root_cause(&e)),
-                )
-            });
+            ex.result = Err(send_failure(&e, &url, limits));
             ex.duration = t0.elapsed();
             return ex;
         }
@@ -170,10 +205,16 @@ pub(crate) async fn exchange(
     let headers = resp.headers().clone();
     let mut resp = resp;
 
+    if resp.status().is_redirection() {
+        // Following would send the key to wherever the Location points.
+        ex.result = Err(redirect(status, &headers));
+        ex.duration = t0.elapsed();
+        return ex;
+    }
     if !resp.status().is_success() {
         let mut body = Vec::new();
         while body.len() < MAX_ERROR_BODY {
-            match timeout_at(total_at, resp.chunk()).await {
+            match timeout_at(clocks.total_at, resp.chunk()).await {
                 Ok(Ok(Some(b))) => {
                     ex.bytes += b.len() as u64;
                     body.extend_from_slice(&b);
@@ -186,77 +227,11 @@ pub(crate) async fn exchange(
         return ex;
     }
 
-    let mut sse = SseReader::new();
-    let mut body = Vec::new();
-    let mut last_progress = t0;
-    let mut saw_done = false;
-    loop {
-        let deadline = if !stream {
-            // A non-streaming answer may legitimately arrive all at once at the end (or
-            // after keep-alive whitespace), so only the total deadline bounds it.
-            total_at
-        } else if ex.ttft.is_none() {
-            first_at
-        } else {
-            (last_progress + limits.idle).min(total_at)
-        };
-        let chunk = match timeout_at(deadline, resp.chunk()).await {
-            Err(_) => {
-                let (stage, reason) = stage_at(deadline, ex.ttft.is_some());
-                ex.result = Err(timeout(stage, reason));
-                ex.duration = t0.elapsed();
-                return ex; // drops `resp`: the connection closes now
-            }
-            Ok(Err(e)) => {
-                ex.result = Err(Failure::new(
-                    Outcome::Unavailable,
-                    format!("connection lost mid-answer: {}", root_cause(&e)),
-                ));
-                ex.duration = t0.elapsed();
-                return ex;
-            }
-            Ok(Ok(None)) => break,
-            Ok(Ok(Some(c))) => c,
-        };
-        ex.bytes += chunk.len() as u64;
-        if !stream {
-            body.extend_from_slice(&chunk);
-            last_progress = Instant::now();
-            if body.len() > MAX_ANSWER {
-                ex.result = Err(Failure::new(
-                    Outcome::BadResponse,
-                    "answer larger than 4 MiB",
-                ));
-                ex.duration = t0.elapsed();
-                return ex;
-            }
-            continue;
-        }
-        for item in sse.feed(&chunk) {
-            match decoder.item(&item) {
-                Err(f) => {
-                    ex.result = Err(f);
-                    ex.duration = t0.elapsed();
-                    return ex;
-                }
-                Ok(Step::Content) => {
-                    let now = Instant::now();
-                    ex.ttft.get_or_insert(now - t0);
-                    last_progress = now;
-                }
-                Ok(Step::Other) => {}
-                Ok(Step::Done) => saw_done = true,
-            }
-        }
-        if saw_done {
-            break;
-        }
-    }
-    ex.result = if stream {
-        decoder.end_of_stream(saw_done)
-    } else {
-        decoder.body(&body)
-    };
+    let events = stream && is_event_stream(&headers);
+    let read = body::read(&mut resp, &clocks, caps, events, decoder).await;
+    ex.bytes = read.bytes;
+    ex.ttft = read.ttft;
+    ex.result = read.result;
     if let Ok(a) = &mut ex.result
         && a.request_id.is_none()
     {
@@ -266,8 +241,72 @@ pub(crate) async fn exchange(
     ex
 }
 
+/// Whether a 200 to a streaming request is an event stream. A gateway that ignores
+/// `stream: true` answers `application/json` (a whole completion), and a broken one an
+/// HTML page: both are read as a whole body. No content type at all is taken as a stream.
+fn is_event_stream(headers: &reqwest::header::HeaderMap) -> bool {
+    match headers
+        .get(reqwest::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+    {
+        None => true,
+        Some(ct) => ct
+            .trim_start()
+            .to_ascii_lowercase()
+            .starts_with("text/event-stream"),
+    }
+}
+
+/// A 3xx is the attempt's outcome: warden never follows one (the key would go along).
+fn redirect(status: u16, headers: &reqwest::header::HeaderMap) -> Failure {
+    let location = headers
+        .get(reqwest::header::LOCATION)
+        .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
+        .unwrap_or_else(|| "nowhere (no Location header)".into());
+    Failure::new(
+        Outcome::BadResponse,
+        format!(
+            "{status} redirect to {location}: warden does not follow redirects, so the key goes only to the configured origin; if the endpoint moved, set baseUrl to the new address"
+        ),
+    )
+}
+
+/// A request that got no response: connect timeout, refused, reset, or a certificate
+/// that is not trusted.
+fn send_failure(e: &reqwest::Error, _url: &reqwest::Url, limits: &Limits) -> Failure {
+    // The only timeout reqwest itself enforces is the connect timeout.
+    if e.is_timeout() {
+        return Failure {
+            outcome: Outcome::Timeout,
+            stage: Some(Stage::Connect),
+            reason: format!(
+                "could not connect within {}",
+                format_duration(limits.connect)
+            ),
+            retry_after: None,
+        };
+    }
+    let what = if e.is_connect() {
+        "connection failed"
+    } else {
+        "request failed"
+    };
+    Failure::new(Outcome::Unavailable, format!("{what}: {}", root_cause(e)))
+}
+
+/// The reason for a body that passed `cap` bytes.
+pub(crate) fn body_cap_failure(cap: usize) -> Failure {
+    Failure::new(
+        Outcome::BadResponse,
+        format!(
+            "the response passed the {} body cap; the rest was not read",
+            size(cap)
+        ),
+    )
+}
+
 /// The innermost error message (reqwest's Display names only the outer layer).
-fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
+pub(crate) fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
     let mut cur = e;
     while let Some(next) = cur.source() {
         cur = next;

@@ -4,6 +4,7 @@
 
 mod anthropic;
 pub mod attempt;
+mod body;
 pub mod classify;
 mod http;
 mod openai;
@@ -12,6 +13,7 @@ pub mod sim;
 pub mod sse;
 
 pub use attempt::{AttemptRecord, Outcome, Stage, Usage};
+pub use http::ResponseCaps;
 
 use crate::config::{ProviderKind, Route, Settings};
 use crate::error::Result;
@@ -87,6 +89,7 @@ pub struct HttpProvider {
     url: String,
     key: Option<ApiKey>,
     client: reqwest::Client,
+    caps: ResponseCaps,
 }
 
 impl std::fmt::Debug for HttpProvider {
@@ -112,6 +115,9 @@ impl HttpProvider {
         };
         let mut builder = reqwest::Client::builder()
             .connect_timeout(connect_timeout)
+            // A redirect would carry the key to another origin: a 3xx is the attempt's
+            // outcome instead (see `http::exchange`).
+            .redirect(reqwest::redirect::Policy::none())
             .user_agent(concat!("warden/", env!("CARGO_PKG_VERSION")));
         if secret::is_loopback(&base) {
             builder = builder.no_proxy();
@@ -123,7 +129,15 @@ impl HttpProvider {
             client: builder
                 .build()
                 .expect("the HTTP client builds with static settings"),
+            caps: ResponseCaps::default(),
         }
+    }
+
+    /// Other caps on what one response may hold (tests raise them to reach the clocks
+    /// under a flood; the defaults are what a review uses).
+    pub fn with_caps(mut self, caps: ResponseCaps) -> Self {
+        self.caps = caps;
+        self
     }
 
     fn request(&self, prompt: &Prompt) -> reqwest::Request {
@@ -166,6 +180,7 @@ impl HttpProvider {
             &self.client,
             self.request(&req.prompt),
             &req.limits,
+            &self.caps,
             self.route.stream,
             decoder.as_mut(),
         )

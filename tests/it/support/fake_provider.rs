@@ -46,6 +46,19 @@ pub enum Behavior {
     Truncated,
     /// Some tokens, then an error inside the 200 stream.
     MidStreamError,
+    /// 200 (an event stream when streaming), then 64 KiB writes without a newline, as
+    /// fast as the client reads, forever.
+    Flood,
+    /// 200 event stream of well-formed content deltas, as fast as the client reads,
+    /// forever: every event is progress, so only the total deadline or a cap ends it.
+    FloodEvents,
+    /// A whole JSON completion (`application/json`), even to a streaming request: a
+    /// gateway that ignores `stream: true`.
+    WholeAnswer(String),
+    /// 200 `text/html` with an error page, streaming or not.
+    Html,
+    /// The normal streamed answer with every `\n` written as this line end.
+    LineEnds(String, &'static str),
 }
 
 impl Behavior {
@@ -362,6 +375,41 @@ impl Wire {
                 let _ = wr.write_all(body.as_bytes()).await;
             }
             Behavior::Answer(text) => self.answer(wr, text, None).await,
+            Behavior::Flood => {
+                self.ok_headers(wr, None).await;
+                let chunk = vec![b'x'; 64 * 1024];
+                while wr.write_all(&chunk).await.is_ok() {}
+            }
+            Behavior::FloodEvents => {
+                self.ok_headers(wr, None).await;
+                let _ = wr.write_all(self.first_chunk().as_bytes()).await;
+                let one = self.delta("x");
+                let chunk = one.repeat((64 * 1024) / one.len());
+                while wr.write_all(chunk.as_bytes()).await.is_ok() {}
+            }
+            Behavior::WholeAnswer(text) => {
+                let body = self.full_body(text);
+                let head = format!(
+                    "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+                    body.len()
+                );
+                let _ = wr.write_all(head.as_bytes()).await;
+                let _ = wr.write_all(body.as_bytes()).await;
+            }
+            Behavior::Html => {
+                let body = "<html><body><h1>502 Bad Gateway</h1></body></html>\n";
+                let head = format!(
+                    "HTTP/1.1 200 OK\r\ncontent-type: text/html\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+                    body.len()
+                );
+                let _ = wr.write_all(head.as_bytes()).await;
+                let _ = wr.write_all(body.as_bytes()).await;
+            }
+            Behavior::LineEnds(text, end) => {
+                self.ok_headers(wr, None).await;
+                let stream = format!("{}{}{}", self.first_chunk(), self.delta(text), self.end());
+                let _ = wr.write_all(stream.replace('\n', end).as_bytes()).await;
+            }
             Behavior::DripTokens { every, count } => {
                 let text = findings_answer(json!([]));
                 self.answer(wr, &text, Some((*every, *count))).await
