@@ -524,3 +524,59 @@ fn an_html_page_for_a_200_is_a_bad_response_and_the_unit_failed_without_a_retry(
         assert_eq!(fake.requests_for(&model).len(), 1, "{label}");
     }
 }
+
+// ---- issue 10, item 2: keys never leave for another origin --------------------------
+
+#[test]
+fn a_307_to_another_port_is_not_followed_and_that_server_gets_no_request_and_no_key() {
+    let fake = FakeProvider::start();
+    let elsewhere = FakeProvider::start();
+    let review = Review::new(1);
+    for (provider, stream) in [
+        ("openai", true),
+        ("anthropic", true),
+        ("openai", false),
+        ("anthropic", false),
+    ] {
+        let label = format!("{provider} stream={stream}");
+        let model = format!("moved-{provider}-{stream}");
+        let path = if provider == "anthropic" {
+            "messages"
+        } else {
+            "chat/completions"
+        };
+        let location = format!("{}/{path}", elsewhere.base_url());
+        fake.script(
+            &model,
+            vec![Behavior::status_with(307, &[("location", &location)], "")],
+        );
+        review.config(
+            &[("reviewBudget", "20s"), ("hunkBudget", "10s")],
+            &[route_cfg(&model, provider, fake.base_url(), stream)],
+        );
+        let (code, v, stderr, _) = review.json(&[]);
+        assert_eq!(code, 3, "{label}: {stderr}");
+        let u = &units(&v)[0];
+        assert_eq!(u["status"], "failed", "{label}: {u}");
+        let a = u["attempts"].as_array().unwrap();
+        assert_eq!(a.len(), 1, "{label}: {u}");
+        assert_eq!(a[0]["outcome"], "bad_response", "{label}");
+        assert_eq!(a[0]["httpStatus"], 307, "{label}");
+        let reason = a[0]["reason"].as_str().unwrap();
+        assert!(
+            reason.contains(&location) && reason.contains("redirect"),
+            "{label}: {reason}"
+        );
+        let sent = fake.requests_for(&model);
+        assert_eq!(sent.len(), 1, "{label}");
+        assert!(
+            sent[0].header("authorization").is_some() || sent[0].header("x-api-key").is_some(),
+            "{label}: the configured origin got the key"
+        );
+        assert!(
+            elsewhere.requests().is_empty(),
+            "{label}: the redirect target got {:?}",
+            elsewhere.requests()
+        );
+    }
+}
