@@ -161,11 +161,12 @@ fn a_flooding_provider_ends_a_10s_review_within_11s_for_both_protocols() {
         assert_eq!(code, 3, "{label}: {stderr}");
         for u in units(&v) {
             assert_ne!(u["status"], "reviewed", "{label}: {u}");
-            for a in u["attempts"].as_array().unwrap() {
+            let tried = u["attempts"].as_array().unwrap();
+            for (i, a) in tried.iter().enumerate() {
                 let reason = a["reason"].as_str().unwrap();
                 if model == "events" && a["outcome"] == "timeout" {
                     // Well-formed events are read as fast as they are parsed: a slow
-                    // (debug) build meets the deadline before the cap, on time.
+                    // (debug) build may meet the deadline before the cap, on time.
                     assert_eq!(a["stage"], "total", "{label}: {a}");
                     let late = a["durationMs"]
                         .as_u64()
@@ -174,14 +175,14 @@ fn a_flooding_provider_ends_a_10s_review_within_11s_for_both_protocols() {
                     assert!(late <= 100, "{label}: {a}");
                     continue;
                 }
-                assert_eq!(u["status"], "failed", "{label}: {u}");
                 assert_eq!(a["outcome"], "bad_response", "{label}: {u}");
                 assert!(reason.contains(cap), "{label}: {reason}");
                 assert_eq!(
-                    u["attempts"].as_array().unwrap().len(),
-                    1,
+                    i + 1,
+                    tried.len(),
                     "{label}: a bad response is not retried: {u}"
                 );
+                assert_eq!(u["status"], "failed", "{label}: {u}");
             }
         }
         if model != "events" {
