@@ -216,6 +216,7 @@ fn cases(stream: bool) -> Vec<Case> {
 }
 
 fn run_matrix(kind: ProviderKind, stream: bool) {
+    let _alone = crate::support::timing_sensitive();
     let fake = FakeProvider::start();
     let cases = cases(stream);
     for c in &cases {
@@ -404,6 +405,7 @@ fn refused_connection_is_unavailable_and_an_echoed_key_is_redacted() {
 
 #[test]
 fn dropping_an_attempt_closes_its_connection_at_once() {
+    let _alone = crate::support::timing_sensitive();
     let fake = FakeProvider::start();
     fake.script("hang", vec![Behavior::HeadersThenHang]);
     let p = HttpProvider::new(

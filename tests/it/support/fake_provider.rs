@@ -52,6 +52,8 @@ pub enum Behavior {
     /// 200 event stream of well-formed content deltas, as fast as the client reads,
     /// forever: every event is progress, so only the total deadline or a cap ends it.
     FloodEvents,
+    /// 200 event stream, then these bytes over and over, as fast as the client reads.
+    FloodWith(&'static str),
     /// A whole JSON completion (`application/json`), even to a streaming request: a
     /// gateway that ignores `stream: true`.
     WholeAnswer(String),
@@ -385,6 +387,11 @@ impl Wire {
                 let _ = wr.write_all(self.first_chunk().as_bytes()).await;
                 let one = self.delta("x");
                 let chunk = one.repeat((64 * 1024) / one.len());
+                while wr.write_all(chunk.as_bytes()).await.is_ok() {}
+            }
+            Behavior::FloodWith(piece) => {
+                self.ok_headers(wr, None).await;
+                let chunk = piece.repeat((64 * 1024) / piece.len().max(1) + 1);
                 while wr.write_all(chunk.as_bytes()).await.is_ok() {}
             }
             Behavior::WholeAnswer(text) => {

@@ -286,3 +286,16 @@ pub fn source_lines(n: usize, tag: &str) -> String {
         .map(|i| format!("    let {tag}_{i} = compute({i});\n"))
         .collect()
 }
+
+/// Tests that saturate the CPU on purpose (a flooding provider) and tests that measure
+/// time to within 100 ms must not run at the same time on a small machine: the first
+/// take this lock exclusively, the second shared.
+static CPU: std::sync::RwLock<()> = std::sync::RwLock::new(());
+
+pub fn cpu_hungry() -> std::sync::RwLockWriteGuard<'static, ()> {
+    CPU.write().unwrap_or_else(|e| e.into_inner())
+}
+
+pub fn timing_sensitive() -> std::sync::RwLockReadGuard<'static, ()> {
+    CPU.read().unwrap_or_else(|e| e.into_inner())
+}
