@@ -2,7 +2,7 @@
 
 use super::attempt::{Outcome, Usage};
 use super::classify::Failure;
-use super::http::{Answer, Decoder, Step};
+use super::http::{Answer, Decoder, MESSAGE_CHARS, Step};
 use super::sse::SseItem;
 use crate::prompt::Prompt;
 use serde_json::{Value, json};
@@ -32,9 +32,7 @@ impl AnthropicDecoder {
             self.answer.model = Some(model.to_string());
         }
         if let Some(id) = m.get("id").and_then(Value::as_str) {
-            self.answer
-                .request_id
-                .get_or_insert_with(|| id.chars().take(128).collect());
+            self.answer.request_id.get_or_insert_with(|| id.to_string());
         }
         if let Some(u) = m.get("usage") {
             if let Some(i) = u.get("input_tokens").and_then(Value::as_u64) {
@@ -52,7 +50,8 @@ fn error_of(v: &Value) -> String {
     let e = v.get("error").unwrap_or(v);
     let kind = e.get("type").and_then(Value::as_str).unwrap_or("error");
     let msg = e.get("message").and_then(Value::as_str).unwrap_or("");
-    format!("{kind}: {}", msg.chars().take(160).collect::<String>())
+    let msg: String = msg.chars().take(MESSAGE_CHARS).collect();
+    format!("{kind}: {msg}")
 }
 
 impl Decoder for AnthropicDecoder {

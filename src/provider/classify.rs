@@ -99,8 +99,7 @@ fn clamped_secs(secs: f64) -> Option<Duration> {
     )
 }
 
-/// The provider's own error message, from `{"error": {"message"}}` (both protocols),
-/// shortened; model-controlled text is data, so it is only shown, never acted on.
+/// The provider's own error message, from `{"error": {"message"}}` (both protocols); model-controlled text is data, so it is only shown, never acted on.
 pub fn error_message(body: &[u8]) -> Option<String> {
     let v: serde_json::Value = serde_json::from_slice(body).ok()?;
     let e = v.get("error")?;
@@ -108,8 +107,8 @@ pub fn error_message(body: &[u8]) -> Option<String> {
         .get("message")
         .and_then(|m| m.as_str())
         .or_else(|| e.as_str())?;
-    let short: String = msg.chars().take(160).collect();
-    Some(short.replace(['\n', '\r'], " "))
+    // Cut long, not short: the key is redacted before the reason is cut to its length.
+    Some(msg.chars().take(super::http::MESSAGE_CHARS).collect())
 }
 
 #[cfg(test)]

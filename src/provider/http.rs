@@ -201,7 +201,7 @@ pub(crate) async fn exchange(
         .iter()
         .find_map(|h| resp.headers().get(*h))
         .and_then(|v| v.to_str().ok())
-        .map(|s| s.chars().take(128).collect());
+        .map(str::to_string);
     let headers = resp.headers().clone();
     let mut resp = resp;
 

@@ -222,12 +222,19 @@ impl HttpProvider {
     }
 }
 
-/// Stamps the result into the record; the key never reaches a reason.
+/// Stamps the result into the record. Everything the provider wrote (reason, request id,
+/// model name) has the key redacted and only then is cut to length.
 pub(crate) fn finish(
     mut record: AttemptRecord,
     result: std::result::Result<Extracted, Failure>,
     key: Option<&ApiKey>,
 ) -> Attempt {
+    record.request_id = record
+        .request_id
+        .map(|id| secret::clean(key, &id, ID_CHARS));
+    record.model_answered = record
+        .model_answered
+        .map(|m| secret::clean(key, &m, ID_CHARS));
     match result {
         Ok(extracted) => {
             record.outcome = Outcome::Ok;
@@ -244,10 +251,7 @@ pub(crate) fn finish(
         Err(f) => {
             record.outcome = f.outcome;
             record.stage = f.stage;
-            record.reason = match key {
-                Some(k) => k.redact(&f.reason),
-                None => f.reason,
-            };
+            record.reason = secret::clean(key, &f.reason, secret::REASON_CHARS);
             record.retry_after = f.retry_after;
             Attempt {
                 record,
@@ -256,6 +260,9 @@ pub(crate) fn finish(
         }
     }
 }
+
+/// Request ids and model names are cut to this many characters, after redaction.
+const ID_CHARS: usize = 128;
 
 impl Provider for HttpProvider {
     fn route(&self) -> &str {

@@ -2,7 +2,7 @@
 
 use super::attempt::{Outcome, Usage};
 use super::classify::Failure;
-use super::http::{Answer, Decoder, Step};
+use super::http::{Answer, Decoder, MESSAGE_CHARS, Step};
 use super::sse::SseItem;
 use crate::prompt::Prompt;
 use serde_json::{Value, json};
@@ -45,7 +45,7 @@ fn error_in(v: &Value) -> Option<String> {
         .and_then(Value::as_str)
         .or_else(|| e.as_str())
         .unwrap_or("error without message");
-    Some(msg.chars().take(160).collect())
+    Some(msg.chars().take(MESSAGE_CHARS).collect())
 }
 
 impl OpenAiDecoder {
@@ -54,9 +54,7 @@ impl OpenAiDecoder {
             self.answer.model = Some(m.to_string());
         }
         if let Some(id) = v.get("id").and_then(Value::as_str) {
-            self.answer
-                .request_id
-                .get_or_insert_with(|| id.chars().take(128).collect());
+            self.answer.request_id.get_or_insert_with(|| id.to_string());
         }
         if let Some(u) = usage(v) {
             self.answer.usage = Some(u);

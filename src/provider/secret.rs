@@ -2,6 +2,7 @@
 
 use crate::config::{ProviderKind, Route};
 use crate::error::Error;
+use std::collections::HashSet;
 use std::fmt;
 
 /// An API key. Its Debug and Display say `[redacted]`; only the HTTP layer sees the text.
@@ -18,14 +19,83 @@ impl ApiKey {
         &self.0
     }
 
-    /// Replaces any occurrence of the key in `text` (a provider may echo it in an error).
+    /// Replaces every piece of the key in `text` with `[redacted]`: the whole key, and any
+    /// run of at least [`PIECE`] characters of it (a provider may echo a key cut short,
+    /// and long keys, like 164-character `sk-proj-` ones, are cut by anything that
+    /// shortens text). Redact before shortening: a cut can hide a key from an exact match
+    /// but not from this.
     pub(crate) fn redact(&self, text: &str) -> String {
-        if self.0.len() >= 4 && text.contains(&self.0) {
-            text.replace(&self.0, "[redacted]")
-        } else {
-            text.to_string()
+        let key = self.0.as_bytes();
+        if key.len() < 4 {
+            return text.to_string();
         }
+        let piece = key.len().min(PIECE);
+        let windows: HashSet<&[u8]> = key.windows(piece).collect();
+        let t = text.as_bytes();
+        // Byte ranges of `text` covered by a piece of the key, merged as they overlap.
+        let mut covered: Vec<(usize, usize)> = Vec::new();
+        for (i, w) in t.windows(piece).enumerate() {
+            if !windows.contains(w) {
+                continue;
+            }
+            match covered.last_mut() {
+                Some((_, end)) if *end >= i => *end = i + piece,
+                _ => covered.push((i, i + piece)),
+            }
+        }
+        if covered.is_empty() {
+            return text.to_string();
+        }
+        let mut out = String::with_capacity(text.len());
+        let mut at = 0;
+        for (start, end) in covered {
+            let start = floor_char(text, start.max(at));
+            let end = ceil_char(text, end);
+            out.push_str(&text[at..start]);
+            out.push_str("[redacted]");
+            at = end;
+        }
+        out.push_str(&text[at..]);
+        out
     }
+}
+
+/// The shortest run of a key's characters that counts as the key.
+pub(crate) const PIECE: usize = 16;
+
+/// Reasons are cut to this many characters, after redaction.
+pub(crate) const REASON_CHARS: usize = 300;
+
+/// Provider text for a record: the key redacted first, then control characters (newlines
+/// included) turned into spaces, then cut to `max` characters.
+pub(crate) fn clean(key: Option<&ApiKey>, text: &str, max: usize) -> String {
+    let redacted = match key {
+        Some(k) => k.redact(text),
+        None => text.to_string(),
+    };
+    let mut out: String = redacted
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .take(max)
+        .collect();
+    if redacted.chars().nth(max).is_some() {
+        out.push('…');
+    }
+    out
+}
+
+fn floor_char(s: &str, mut i: usize) -> usize {
+    while !s.is_char_boundary(i) {
+        i -= 1;
+    }
+    i
+}
+
+fn ceil_char(s: &str, mut i: usize) -> usize {
+    while !s.is_char_boundary(i) {
+        i += 1;
+    }
+    i
 }
 
 impl fmt::Debug for ApiKey {
@@ -104,5 +174,66 @@ mod tests {
         let k = ApiKey("sk-canary-123".into());
         assert!(!format!("{k:?} {k}").contains("canary"));
         assert_eq!(k.redact("bad key sk-canary-123"), "bad key [redacted]");
+    }
+
+    /// A 164-character key like OpenAI's project keys.
+    fn long_key() -> String {
+        let mut k = String::from("sk-proj-");
+        let mut x: u32 = 7;
+        while k.len() < 164 {
+            x = x.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+            k.push(char::from(
+                b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-"
+                    [(x >> 16) as usize % 64],
+            ));
+        }
+        k
+    }
+
+    fn no_piece_of(key: &str, text: &str) -> bool {
+        (0..=key.len() - PIECE).all(|i| !text.contains(&key[i..i + PIECE]))
+    }
+
+    #[test]
+    fn every_16_character_piece_of_a_long_key_is_redacted() {
+        let key = long_key();
+        assert_eq!(key.len(), 164);
+        let k = ApiKey::new(key.clone());
+        let cases = [
+            format!("Incorrect API key provided: {key}."),
+            // Cut short by the provider, or starting in the middle.
+            format!("key {}… is wrong", &key[..40]),
+            format!("…{} is wrong", &key[100..]),
+            // Pieces of 16 and more, anywhere, twice, next to each other.
+            format!("a{}b{}c", &key[3..19], &key[50..90]),
+            format!("{}{}", &key[10..30], &key[10..30]),
+            // Inside multibyte text.
+            format!("ключ «{key}» неверен"),
+        ];
+        for text in cases {
+            let out = k.redact(&text);
+            assert!(no_piece_of(&key, &out), "{out}");
+            assert!(out.contains("[redacted]"), "{out}");
+        }
+        // Text that shares only short runs with the key is left alone.
+        let short = format!("{} and {}", &key[..15], &key[20..35]);
+        assert_eq!(k.redact(&short), short);
+    }
+
+    #[test]
+    fn clean_redacts_before_it_cuts_and_flattens_control_characters() {
+        let key = long_key();
+        let k = ApiKey::new(key.clone());
+        // The key straddles the cut: cut first, an exact match would miss it.
+        let text = format!("{}{key}", "x".repeat(250));
+        let out = clean(Some(&k), &text, REASON_CHARS);
+        assert!(no_piece_of(&key, &out), "{out}");
+        assert!(!out.contains(&key[..10]), "{out}");
+        assert_eq!(out, format!("{}[redacted]", "x".repeat(250)));
+        let out = clean(None, "line one\n::error::forged\r\tend", 100);
+        assert_eq!(out, "line one ::error::forged  end");
+        let out = clean(None, &"é".repeat(400), 300);
+        assert_eq!(out.chars().count(), 301);
+        assert!(out.ends_with('…'));
     }
 }

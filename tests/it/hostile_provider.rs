@@ -608,3 +608,123 @@ fn a_307_to_another_port_is_not_followed_and_that_server_gets_no_request_and_no_
         );
     }
 }
+
+// ---- issue 10, item 3: redaction that holds for long keys ----------------------------
+
+/// A 164-character key shaped like an OpenAI project key.
+fn long_key() -> String {
+    let mut k = String::from("sk-proj-");
+    let alphabet = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-";
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    while k.len() < 164 {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        k.push(char::from(alphabet[(x % 64) as usize]));
+    }
+    k
+}
+
+/// Every 16-character piece of `key` that appears in `text`.
+fn key_pieces_in(key: &str, text: &str) -> Vec<String> {
+    (0..=key.len() - 16)
+        .map(|i| &key[i..i + 16])
+        .filter(|p| text.contains(p))
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn a_long_key_echoed_by_a_provider_leaves_no_16_character_piece_in_any_output() {
+    let key = long_key();
+    assert_eq!(key.len(), 164);
+    let echo =
+        format!("Incorrect API key provided: {key}. You can find your API key at the dashboard.");
+    let fake = FakeProvider::start();
+    // The primary echoes the key in a 401's message and its request id, the fallback
+    // inside a streamed error.
+    fake.script(
+        "primary",
+        vec![Behavior::status_with(
+            401,
+            &[("x-request-id", &format!("req-{key}"))],
+            &json!({"error": {"message": echo, "type": "invalid_request_error"}}).to_string(),
+        )],
+    );
+    fake.script("fallback", vec![Behavior::MidStreamErrorWith(echo.clone())]);
+    let review = Review::new(2);
+    review.config(
+        &[("reviewBudget", "20s"), ("hunkBudget", "10s")],
+        &[
+            route_cfg("primary", "openai", fake.base_url(), true),
+            route_cfg("fallback", "anthropic", fake.base_url(), true),
+        ],
+    );
+    let dir = review.cfg.path();
+    let summary = dir.join("summary.md");
+    let trace = dir.join("trace.jsonl");
+    let sarif = dir.join("out.sarif");
+    let runs: Vec<Vec<String>> = vec![
+        vec!["--color".into(), "never".into()],
+        vec!["-v".into(), "--color".into(), "always".into()],
+        vec!["--json".into(), "-v".into()],
+        vec![
+            "--format".into(),
+            "sarif".into(),
+            "-o".into(),
+            sarif.display().to_string(),
+        ],
+        vec!["--format".into(), "github".into(), "-v".into()],
+        vec![
+            "--json".into(),
+            "--trace".into(),
+            trace.display().to_string(),
+        ],
+    ];
+    let mut outputs = 0;
+    for args in &runs {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let out = review
+            .command(&args)
+            .env(KEY_VAR, &key)
+            .env("GITHUB_STEP_SUMMARY", &summary)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(3), "{args:?}");
+        for (what, bytes) in [("stdout", &out.stdout), ("stderr", &out.stderr)] {
+            let text = String::from_utf8_lossy(bytes);
+            assert!(!text.contains("panicked"), "{text}");
+            assert_eq!(
+                key_pieces_in(&key, &text),
+                Vec::<String>::new(),
+                "{args:?} {what}: {text}"
+            );
+            outputs += 1;
+        }
+    }
+    for file in [&summary, &trace, &sarif] {
+        let text = std::fs::read_to_string(file).unwrap();
+        assert!(text.len() > 100, "{} was written", file.display());
+        assert_eq!(
+            key_pieces_in(&key, &text),
+            Vec::<String>::new(),
+            "{}: {text}",
+            file.display()
+        );
+        outputs += 1;
+    }
+    assert_eq!(outputs, 2 * runs.len() + 3);
+    // The outputs still say what happened, with the key's place marked.
+    let text = std::fs::read_to_string(&trace).unwrap();
+    assert!(text.contains("[redacted]"), "{text}");
+    // The key did go where it belongs: to the configured origin, in its header.
+    let sent = fake.requests();
+    assert!(
+        sent.iter()
+            .any(|r| r.header("authorization") == Some(&format!("Bearer {key}")))
+    );
+    assert!(
+        sent.iter()
+            .any(|r| r.header("x-api-key") == Some(key.as_str()))
+    );
+}

@@ -46,6 +46,8 @@ pub enum Behavior {
     Truncated,
     /// Some tokens, then an error inside the 200 stream.
     MidStreamError,
+    /// Some tokens, then an error with this message inside the 200 stream.
+    MidStreamErrorWith(String),
     /// 200 (an event stream when streaming), then 64 KiB writes without a newline, as
     /// fast as the client reads, forever.
     Flood,
@@ -481,6 +483,24 @@ impl Wire {
                     self.ok_headers(wr, Some(5000)).await;
                     let _ = wr.write_all(b"{\"id\": \"x\", \"choices\": [").await;
                 }
+            }
+            Behavior::MidStreamErrorWith(message) => {
+                self.ok_headers(wr, None).await;
+                let _ = wr.write_all(self.first_chunk().as_bytes()).await;
+                let _ = wr.write_all(self.delta("{\"findings\"").as_bytes()).await;
+                let err = if self.anthropic {
+                    format!(
+                        "event: error\ndata: {}\n\n",
+                        json!({"type": "error", "error": {"type": "authentication_error", "message": message}})
+                    )
+                } else {
+                    format!(
+                        "data: {}\n\n",
+                        json!({"id": "gen-1", "model": self.model, "error": {"code": 401, "message": message},
+                               "choices": [{"index": 0, "delta": {"content": ""}, "finish_reason": "error"}]})
+                    )
+                };
+                let _ = wr.write_all(err.as_bytes()).await;
             }
             Behavior::MidStreamError => {
                 if self.stream {
