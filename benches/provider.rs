@@ -53,6 +53,7 @@ fn main() {
                 stream,
                 base_url: Some(fake.base_url()),
                 max_tokens: 1024,
+                ca_cert: None,
                 sim: SimOptions::default(),
             };
             let provider = HttpProvider::new(&route, None, Duration::from_secs(2));

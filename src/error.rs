@@ -52,6 +52,10 @@ pub enum Error {
     #[error(transparent)]
     Cache(#[from] crate::cache::StoreError),
 
+    /// A route whose client cannot be set up (its TLS trust roots, for one).
+    #[error("route `{route}`: {message}")]
+    Route { route: String, message: String },
+
     /// Reading or writing a file failed.
     #[error("{path}: {source}")]
     Io {

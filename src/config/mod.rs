@@ -2,6 +2,7 @@
 //! the rest of warden sees only [`Settings`].
 
 mod cache;
+mod ca_cert;
 mod overrides;
 mod policy;
 mod raw;

@@ -208,6 +208,8 @@ pub(crate) struct RawRoute {
     pub stream: Option<bool>,
     pub base_url: Option<S<String>>,
     pub max_tokens: Option<S<u32>>,
+    /// A PEM file of CA certificates this route's endpoint is trusted by.
+    pub ca_cert: Option<S<String>>,
     /// sim only: latency/fault profile name.
     pub profile: Option<S<String>>,
     /// sim only: how many times faster than real time the profile plays.

@@ -75,6 +75,9 @@ fn resolve_route(r: &RawRoute, ctx: &Ctx, default_cap: usize) -> Result<Route, E
         .map(|u| base_url(u, &name, ctx))
         .transpose()?;
     route.sim = sim_options(r, &name, ctx)?;
+    if let Some(c) = &r.ca_cert {
+        route.ca_cert = Some(super::ca_cert::load(c, ctx, &name)?);
+    }
     Ok(route)
 }
 

@@ -223,7 +223,19 @@ pub struct Route {
     pub base_url: Option<String>,
     /// The answer's token cap sent with each request.
     pub max_tokens: u32,
+    /// `caCert`: CA certificates trusted for this route, beside the built-in and
+    /// system roots (a private CA, a TLS-inspecting proxy).
+    pub ca_cert: Option<CaCert>,
     pub sim: SimOptions,
+}
+
+/// A route's `caCert` file, read and checked when the config is loaded.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CaCert {
+    /// Where it was read from (relative paths are relative to the config file).
+    pub path: PathBuf,
+    /// The certificates, DER-encoded, each usable as a trust anchor.
+    pub der: Vec<Vec<u8>>,
 }
 
 /// Options of the built-in `sim` provider (ignored by the others).
@@ -260,6 +272,7 @@ impl Route {
             stream: true,
             base_url: None,
             max_tokens: DEFAULT_MAX_TOKENS,
+            ca_cert: None,
             sim: SimOptions::default(),
         }
     }

@@ -273,7 +273,10 @@ fn redirect(status: u16, headers: &reqwest::header::HeaderMap) -> Failure {
 
 /// A request that got no response: connect timeout, refused, reset, or a certificate
 /// that is not trusted.
-fn send_failure(e: &reqwest::Error, _url: &reqwest::Url, limits: &Limits) -> Failure {
+fn send_failure(e: &reqwest::Error, url: &reqwest::Url, limits: &Limits) -> Failure {
+    if let Some(detail) = super::tls::certificate_error(e) {
+        return super::tls::certificate_failure(url, &detail);
+    }
     // The only timeout reqwest itself enforces is the connect timeout.
     if e.is_timeout() {
         return Failure {

@@ -11,6 +11,7 @@ mod openai;
 pub mod secret;
 pub mod sim;
 pub mod sse;
+pub(crate) mod tls;
 
 pub use attempt::{AttemptRecord, Outcome, Stage, Usage};
 pub use http::ResponseCaps;
@@ -80,7 +81,13 @@ pub fn build(route: &Route, connect_timeout: Duration) -> Result<Arc<dyn Provide
         return Ok(Arc::new(sim::SimProvider::new(route)));
     }
     let key = secret::load(route)?;
-    Ok(Arc::new(HttpProvider::new(route, key, connect_timeout)))
+    let p = HttpProvider::try_new(route, key, connect_timeout).map_err(|message| {
+        crate::error::Error::Route {
+            route: route.name.clone(),
+            message,
+        }
+    })?;
+    Ok(Arc::new(p))
 }
 
 /// OpenAI-compatible and Anthropic routes over HTTP.
@@ -103,7 +110,18 @@ impl std::fmt::Debug for HttpProvider {
 }
 
 impl HttpProvider {
+    /// A route's client; panics if its TLS roots cannot be set up (a review builds
+    /// providers with [`build`], which reports that as an error instead).
     pub fn new(route: &Route, key: Option<ApiKey>, connect_timeout: Duration) -> Self {
+        Self::try_new(route, key, connect_timeout)
+            .unwrap_or_else(|e| panic!("route `{}`: {e}", route.name))
+    }
+
+    pub fn try_new(
+        route: &Route,
+        key: Option<ApiKey>,
+        connect_timeout: Duration,
+    ) -> std::result::Result<Self, String> {
         let base = route
             .base_url
             .clone()
@@ -113,24 +131,13 @@ impl HttpProvider {
         } else {
             "chat/completions"
         };
-        let mut builder = reqwest::Client::builder()
-            .connect_timeout(connect_timeout)
-            // A redirect would carry the key to another origin: a 3xx is the attempt's
-            // outcome instead (see `http::exchange`).
-            .redirect(reqwest::redirect::Policy::none())
-            .user_agent(concat!("warden/", env!("CARGO_PKG_VERSION")));
-        if secret::is_loopback(&base) {
-            builder = builder.no_proxy();
-        }
-        HttpProvider {
+        Ok(HttpProvider {
             url: format!("{}/{path}", base.trim_end_matches('/')),
+            client: tls::client(route, &base, connect_timeout)?,
             route: route.clone(),
             key,
-            client: builder
-                .build()
-                .expect("the HTTP client builds with static settings"),
             caps: ResponseCaps::default(),
-        }
+        })
     }
 
     /// Other caps on what one response may hold (tests raise them to reach the clocks

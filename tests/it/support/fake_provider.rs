@@ -10,9 +10,11 @@ use serde_json::{Value, json};
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::tcp::OwnedWriteHalf;
-use tokio::net::{TcpListener, TcpStream};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::net::TcpListener;
+
+/// The write side of a connection, plain or TLS.
+type Writer = dyn AsyncWrite + Unpin + Send;
 
 /// What the fake does with one request.
 #[derive(Debug, Clone)]
@@ -150,12 +152,22 @@ struct State {
 pub struct FakeProvider {
     addr: std::net::SocketAddr,
     state: Arc<Mutex<State>>,
+    tls: bool,
     _runtime: tokio::runtime::Runtime,
 }
 
 impl FakeProvider {
     /// Starts the fake on its own runtime; by default every model answers with no findings.
     pub fn start() -> FakeProvider {
+        Self::start_with(None)
+    }
+
+    /// Starts the fake behind TLS with this server configuration (`https://` base URL).
+    pub fn start_tls(config: Arc<tokio_rustls::rustls::ServerConfig>) -> FakeProvider {
+        Self::start_with(Some(tokio_rustls::TlsAcceptor::from(config)))
+    }
+
+    fn start_with(tls: Option<tokio_rustls::TlsAcceptor>) -> FakeProvider {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .enable_all()
@@ -167,25 +179,42 @@ impl FakeProvider {
         let addr = listener.local_addr().unwrap();
         let state = Arc::new(Mutex::new(State::default()));
         let st = state.clone();
+        let is_tls = tls.is_some();
         runtime.spawn(async move {
             loop {
                 let Ok((sock, _)) = listener.accept().await else {
                     continue;
                 };
                 let _ = sock.set_nodelay(true);
-                tokio::spawn(handle(sock, st.clone()));
+                let st = st.clone();
+                match tls.clone() {
+                    None => {
+                        tokio::spawn(handle(sock, st));
+                    }
+                    Some(acceptor) => {
+                        // A client that refuses the certificate ends here: no request.
+                        tokio::spawn(async move {
+                            if let Ok(tls) = acceptor.accept(sock).await {
+                                handle(tls, st).await;
+                            }
+                        });
+                    }
+                }
             }
         });
         FakeProvider {
             addr,
             state,
+            tls: is_tls,
             _runtime: runtime,
         }
     }
 
-    /// `http://127.0.0.1:PORT/v1`, for a route's `baseUrl`.
+    /// `http://127.0.0.1:PORT/v1` (`https://` when started with TLS), for a route's
+    /// `baseUrl`.
     pub fn base_url(&self) -> String {
-        format!("http://{}/v1", self.addr)
+        let scheme = if self.tls { "https" } else { "http" };
+        format!("{scheme}://{}/v1", self.addr)
     }
 
     pub fn addr(&self) -> std::net::SocketAddr {
@@ -248,7 +277,7 @@ struct Request {
     body: Vec<u8>,
 }
 
-async fn read_request(sock: &mut tokio::net::tcp::OwnedReadHalf) -> Option<Request> {
+async fn read_request(sock: &mut (impl AsyncRead + Unpin)) -> Option<Request> {
     let mut buf = Vec::new();
     let mut tmp = [0u8; 8192];
     let head_end = loop {
@@ -288,8 +317,11 @@ async fn read_request(sock: &mut tokio::net::tcp::OwnedReadHalf) -> Option<Reque
     })
 }
 
-async fn handle(sock: TcpStream, state: Arc<Mutex<State>>) {
-    let (mut rd, mut wr) = sock.into_split();
+async fn handle(
+    sock: impl AsyncRead + AsyncWrite + Unpin + Send + 'static,
+    state: Arc<Mutex<State>>,
+) {
+    let (mut rd, mut wr) = tokio::io::split(sock);
     let Some(req) = read_request(&mut rd).await else {
         return;
     };
@@ -346,7 +378,7 @@ struct Wire {
 const FOREVER: Duration = Duration::from_secs(3600);
 
 impl Wire {
-    async fn play(&self, b: &Behavior, wr: &mut OwnedWriteHalf) {
+    async fn play(&self, b: &Behavior, wr: &mut Writer) {
         match b {
             Behavior::DelayHeaders(d, inner) => {
                 tokio::time::sleep(*d).await;
@@ -531,7 +563,7 @@ impl Wire {
         }
     }
 
-    async fn ok_headers(&self, wr: &mut OwnedWriteHalf, len: Option<usize>) {
+    async fn ok_headers(&self, wr: &mut Writer, len: Option<usize>) {
         let ct = if self.stream {
             "text/event-stream"
         } else {
@@ -598,7 +630,7 @@ impl Wire {
     }
 
     /// A full answer; with `drip`, `count` tokens one every `every` first.
-    async fn answer(&self, wr: &mut OwnedWriteHalf, text: &str, drip: Option<(Duration, usize)>) {
+    async fn answer(&self, wr: &mut Writer, text: &str, drip: Option<(Duration, usize)>) {
         if !self.stream {
             if let Some((every, count)) = drip {
                 // Non-streaming drip: the body arrives slowly, byte by byte.

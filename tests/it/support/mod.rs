@@ -6,7 +6,9 @@
 pub mod fake_provider;
 pub mod otlp_receiver;
 pub mod patch;
+pub mod review;
 pub mod scripted;
+pub mod tls_ca;
 
 use assert_cmd::Command;
 use serde_json::Value;

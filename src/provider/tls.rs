@@ -1,0 +1,155 @@
+//! The HTTP client and what it trusts. Companies reach their gateways through a private CA
+//! or a TLS-inspecting proxy, so the client trusts, beside the roots compiled into it, the
+//! system's store (with `SSL_CERT_FILE` / `SSL_CERT_DIR` in its place when set) and a
+//! route's own `caCert`. Verification is never skipped and HTTPS never falls back to
+//! plain HTTP. Proxies come from `HTTPS_PROXY` / `HTTP_PROXY` / `ALL_PROXY` / `NO_PROXY`,
+//! except for endpoints on this machine. Redirects are never followed.
+
+use super::attempt::Outcome;
+use super::classify::Failure;
+use crate::config::Route;
+use rustls::pki_types::CertificateDer;
+use rustls::pki_types::pem::PemObject;
+use std::time::Duration;
+
+/// Parses a PEM bundle (a `caCert` file) into DER certificates, each checked to be usable
+/// as a trust anchor, so that a bad file is a config error before any request.
+pub(crate) fn parse_ca_bundle(pem: &[u8]) -> Result<Vec<Vec<u8>>, String> {
+    let mut out = Vec::new();
+    for (i, item) in CertificateDer::pem_slice_iter(pem).enumerate() {
+        let der = item.map_err(|e| format!("certificate {} is not valid PEM: {e}", i + 1))?;
+        rustls::RootCertStore::empty()
+            .add(der.clone())
+            .map_err(|e| format!("certificate {} cannot be a trust anchor: {e}", i + 1))?;
+        out.push(der.to_vec());
+    }
+    if out.is_empty() {
+        return Err(
+            "no certificate in the file (expected PEM: -----BEGIN CERTIFICATE-----)".into(),
+        );
+    }
+    Ok(out)
+}
+
+/// `SSL_CERT_FILE` and `SSL_CERT_DIR` replace the system's store when set; a path that
+/// does not work would silently leave only the built-in roots, so it is an error.
+fn check_env_roots() -> Result<(), String> {
+    if let Some(file) = std::env::var_os("SSL_CERT_FILE").filter(|v| !v.is_empty()) {
+        let path = std::path::Path::new(&file);
+        let pem = std::fs::read(path)
+            .map_err(|e| format!("SSL_CERT_FILE {}: cannot read it: {e}", path.display()))?;
+        if !CertificateDer::pem_slice_iter(&pem).any(|c| c.is_ok()) {
+            return Err(format!(
+                "SSL_CERT_FILE {}: no PEM certificate in it (-----BEGIN CERTIFICATE-----)",
+                path.display()
+            ));
+        }
+    }
+    if let Some(dirs) = std::env::var_os("SSL_CERT_DIR") {
+        for dir in std::env::split_paths(&dirs).filter(|d| !d.as_os_str().is_empty()) {
+            if !dir.is_dir() {
+                return Err(format!("SSL_CERT_DIR {}: not a directory", dir.display()));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The client of one route.
+pub(crate) fn client(
+    route: &Route,
+    base: &str,
+    connect_timeout: Duration,
+) -> Result<reqwest::Client, String> {
+    if base.starts_with("https://") {
+        check_env_roots()?;
+    }
+    let mut builder = reqwest::Client::builder()
+        .connect_timeout(connect_timeout)
+        .user_agent(concat!("warden/", env!("CARGO_PKG_VERSION")))
+        // A redirect would carry the key to another origin: a 3xx is the attempt's
+        // outcome instead (see `http::exchange`).
+        .redirect(reqwest::redirect::Policy::none())
+        .tls_built_in_root_certs(true);
+    if super::secret::is_loopback(base) {
+        builder = builder.no_proxy();
+    }
+    if let Some(ca) = &route.ca_cert {
+        for der in &ca.der {
+            let cert = reqwest::Certificate::from_der(der)
+                .map_err(|e| format!("caCert {}: {e}", ca.path.display()))?;
+            builder = builder.add_root_certificate(cert);
+        }
+    }
+    builder.build().map_err(|e| super::http::root_cause(&e))
+}
+
+/// The certificate problem inside a failed request, if that is what it was.
+pub(crate) fn certificate_error(e: &(dyn std::error::Error + 'static)) -> Option<String> {
+    let r = find_rustls(e)?;
+    matches!(
+        r,
+        rustls::Error::InvalidCertificate(_) | rustls::Error::NoCertificatesPresented
+    )
+    .then(|| r.to_string())
+}
+
+/// The rustls error in a chain. An `io::Error` hides the error it wraps from `source()`
+/// (it returns the wrapped error's source), and TLS errors come wrapped in two of them.
+fn find_rustls<'a>(e: &'a (dyn std::error::Error + 'static)) -> Option<&'a rustls::Error> {
+    if let Some(r) = e.downcast_ref::<rustls::Error>() {
+        return Some(r);
+    }
+    if let Some(inner) = e
+        .downcast_ref::<std::io::Error>()
+        .and_then(|io| io.get_ref())
+    {
+        let inner: &(dyn std::error::Error + 'static) = inner;
+        if let Some(r) = find_rustls(inner) {
+            return Some(r);
+        }
+    }
+    find_rustls(e.source()?)
+}
+
+/// A certificate that is not trusted is a configuration problem, not a sick provider: it
+/// ends the attempt as `auth` (no retry; the route is forced open for the run, as for a
+/// bad key, so later units fail over) with what to set.
+pub(crate) fn certificate_failure(url: &reqwest::Url, detail: &str) -> Failure {
+    let host = match (url.host_str(), url.port_or_known_default()) {
+        (Some(h), Some(p)) => format!("{h}:{p}"),
+        (Some(h), None) => h.to_string(),
+        _ => url.to_string(),
+    };
+    Failure::new(
+        Outcome::Auth,
+        format!(
+            "TLS certificate of {host} is not trusted ({detail}): if the endpoint uses a private CA or a TLS-inspecting proxy, set caCert = \"ca.pem\" on this route or SSL_CERT_FILE / SSL_CERT_DIR to that CA; warden never skips verification"
+        ),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_bundle_without_certificates_or_with_a_broken_one_is_refused() {
+        assert!(parse_ca_bundle(b"").unwrap_err().contains("no certificate"));
+        assert!(
+            parse_ca_bundle(b"hello\n")
+                .unwrap_err()
+                .contains("no certificate")
+        );
+        let broken = b"-----BEGIN CERTIFICATE-----\nnot base64!\n-----END CERTIFICATE-----\n";
+        assert!(
+            parse_ca_bundle(broken)
+                .unwrap_err()
+                .contains("certificate 1")
+        );
+        let junk_der =
+            b"-----BEGIN CERTIFICATE-----\naGVsbG8gd29ybGQ=\n-----END CERTIFICATE-----\n";
+        let e = parse_ca_bundle(junk_der).unwrap_err();
+        assert!(e.contains("cannot be a trust anchor"), "{e}");
+    }
+}
