@@ -102,9 +102,30 @@ pub fn load(explicit: Option<&Path>, discovery_root: Option<&Path>) -> Result<Se
     parse_str(&src, &path)
 }
 
-/// Parses and validates config text; `path` is used in messages.
+/// Where the files a config names (a route's `caCert`) are read from when their path is
+/// relative: beside the config, on disk or in the commit the config was read from.
+pub enum Beside<'a> {
+    /// The filesystem, relative to this directory.
+    Dir(PathBuf),
+    /// A commit: `read` gives a repository path's bytes (None when absent), `dir` is the
+    /// config's directory in it, `shown` names a path for messages.
+    Commit {
+        dir: String,
+        read: &'a dyn Fn(&str) -> Result<Option<Vec<u8>>>,
+        shown: &'a dyn Fn(&str) -> PathBuf,
+    },
+}
+
+/// Parses and validates config text; `path` is used in messages, and relative paths in
+/// it are read beside it on disk.
 pub fn parse_str(src: &str, path: &Path) -> Result<Settings> {
-    let ctx = Ctx { path, src };
+    let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
+    parse_str_beside(src, path, &Beside::Dir(dir))
+}
+
+/// As [`parse_str`], with the files the config names read from `beside`.
+pub fn parse_str_beside(src: &str, path: &Path, beside: &Beside) -> Result<Settings> {
+    let ctx = Ctx { path, src, beside };
     let to_err = |e: toml::de::Error| {
         let offset = e.span().map(|s| s.start).unwrap_or(0);
         ctx.err_at(offset, e.message().trim().to_string())

@@ -47,6 +47,7 @@ pub(super) fn ignored_key_warning(key: &str) -> String {
 pub(super) struct Ctx<'a> {
     pub path: &'a Path,
     pub src: &'a str,
+    pub beside: &'a super::Beside<'a>,
 }
 
 impl Ctx<'_> {

@@ -262,14 +262,14 @@ impl Source<'_> {
                     explicit.display()
                 )));
             };
-            let shown = files.expect("text came from the commit").shown(rel);
-            return config::parse_str(&text, &shown);
+            let files = files.expect("text came from the commit");
+            return files.parse_config(&text, rel);
         }
         let Some(files) = files else {
             return Ok(Settings::default());
         };
         match files.read_config(config::FILE_NAME)? {
-            Some(text) => config::parse_str(&text, &files.shown(config::FILE_NAME)),
+            Some(text) => files.parse_config(&text, config::FILE_NAME),
             None => Ok(Settings::default()),
         }
     }

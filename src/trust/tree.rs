@@ -123,6 +123,23 @@ impl<'r> CommitFiles<'r> {
         Ok(Some(blob.content().to_vec()))
     }
 
+    /// Parses the config text read from `path` in the commit; the files it names (a
+    /// route's `caCert`) are read from the same commit.
+    pub(crate) fn parse_config(&self, text: &str, path: &str) -> Result<crate::config::Settings> {
+        let dir = path.rsplit_once('/').map_or("", |(d, _)| d).to_string();
+        let read = |p: &str| self.read_bytes(p);
+        let shown = |p: &str| self.shown(p);
+        crate::config::parse_str_beside(
+            text,
+            &self.shown(path),
+            &crate::config::Beside::Commit {
+                dir,
+                read: &read,
+                shown: &shown,
+            },
+        )
+    }
+
     /// The config file at `path` in the commit, as text; None when absent.
     pub(crate) fn read_config(&self, path: &str) -> Result<Option<String>> {
         self.read_bytes(path)?

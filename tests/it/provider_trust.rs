@@ -402,3 +402,48 @@ fn https_proxy_tunnels_to_a_gateway_behind_a_private_ca_with_its_name_verified()
     assert_eq!(sent.len(), 1);
     assert_eq!(sent[0].header("x-api-key"), Some(KEY));
 }
+
+#[test]
+fn in_ci_ca_cert_is_read_from_the_trusted_commit_not_from_the_change() {
+    let ca = TestCa::new(&["127.0.0.1"]);
+    let gateway = FakeProvider::start_tls(ca.server.clone());
+    let repo = crate::support::Repo::new();
+    repo.config(&format!(
+        "version = 1\n[[routes]]\nname = \"corp\"\nprovider = \"openai\"\nmodel = \"m\"\nbaseUrl = \"{}\"\napiKeyEnv = \"{KEY_VAR}\"\ncaCert = \"certs/ca.pem\"\n",
+        gateway.base_url()
+    ));
+    repo.write("certs/ca.pem", &ca.ca_pem);
+    repo.write("src/a.rs", crate::support::source_lines(10, "a"));
+    repo.commit_all("base");
+    // The change swaps the CA file (here for junk) and edits code.
+    repo.write(
+        "certs/ca.pem",
+        "-----BEGIN CERTIFICATE-----\naGVsbG8=\n-----END CERTIFICATE-----\n",
+    );
+    repo.write("src/a.rs", crate::support::source_lines(12, "a"));
+    let run = |ci: bool| {
+        let mut cmd = repo.warden(&["review", "--json", "--skill", "code-review"]);
+        cmd.env(KEY_VAR, KEY)
+            .env_remove("SSL_CERT_FILE")
+            .env_remove("SSL_CERT_DIR");
+        if ci {
+            cmd.env("CI", "true");
+        }
+        cmd.output().unwrap()
+    };
+    // In CI the config and the CA come from the base commit: the review goes through.
+    let out = run(true);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(units(&v).iter().all(|u| u["status"] == "reviewed"), "{v}");
+    assert_eq!(gateway.requests().len(), units(&v).len());
+    // Locally the working tree is read, so the swapped file is what is checked.
+    let out = run(false);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("caCert `certs/ca.pem`") && stderr.contains("route `corp`"),
+        "{stderr}"
+    );
+}

@@ -84,6 +84,16 @@ impl Review {
             .env_remove("SSL_CERT_DIR")
             .env_remove("NO_COLOR")
             .env("GIT_CONFIG_NOSYSTEM", "1");
+        for ci in [
+            "CI",
+            "GITHUB_SERVER_URL",
+            "GITHUB_REPOSITORY",
+            "GITHUB_SHA",
+            "GITHUB_HEAD_REF",
+            "GITHUB_REF_NAME",
+        ] {
+            cmd.env_remove(ci);
+        }
         for proxy in [
             "HTTPS_PROXY",
             "https_proxy",
