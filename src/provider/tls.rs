@@ -10,6 +10,7 @@ use super::classify::Failure;
 use crate::config::Route;
 use rustls::pki_types::CertificateDer;
 use rustls::pki_types::pem::PemObject;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 /// Parses a PEM bundle (a `caCert` file) into DER certificates, each checked to be usable
@@ -55,31 +56,60 @@ fn check_env_roots() -> Result<(), String> {
     Ok(())
 }
 
+/// The roots every HTTPS route trusts: those compiled in, and the system's store (or
+/// `SSL_CERT_FILE` / `SSL_CERT_DIR`). Read once per process: parsing the system's few
+/// hundred certificates costs more than everything else about a client.
+fn shared_roots() -> &'static rustls::RootCertStore {
+    static ROOTS: OnceLock<rustls::RootCertStore> = OnceLock::new();
+    ROOTS.get_or_init(|| {
+        let mut store = rustls::RootCertStore::empty();
+        store.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+        // System stores hold some ancient certificates that do not parse: skip those.
+        for cert in rustls_native_certs::load_native_certs().certs {
+            let _ = store.add(cert);
+        }
+        store
+    })
+}
+
+/// The TLS configuration of a route: the shared roots plus its `caCert`.
+fn tls_config(route: &Route) -> Result<rustls::ClientConfig, String> {
+    let mut roots = shared_roots().clone();
+    if let Some(ca) = &route.ca_cert {
+        for der in &ca.der {
+            roots
+                .add(CertificateDer::from(der.clone()))
+                .map_err(|e| format!("caCert {}: {e}", ca.path.display()))?;
+        }
+    }
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| e.to_string())?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    Ok(config)
+}
+
 /// The client of one route.
 pub(crate) fn client(
     route: &Route,
     base: &str,
     connect_timeout: Duration,
 ) -> Result<reqwest::Client, String> {
-    if base.starts_with("https://") {
-        check_env_roots()?;
-    }
     let mut builder = reqwest::Client::builder()
         .connect_timeout(connect_timeout)
         .user_agent(concat!("warden/", env!("CARGO_PKG_VERSION")))
         // A redirect would carry the key to another origin: a 3xx is the attempt's
         // outcome instead (see `http::exchange`).
-        .redirect(reqwest::redirect::Policy::none())
-        .tls_built_in_root_certs(true);
+        .redirect(reqwest::redirect::Policy::none());
+    if base.starts_with("https://") {
+        check_env_roots()?;
+        builder = builder.use_preconfigured_tls(tls_config(route)?);
+    }
     if super::secret::is_loopback(base) {
         builder = builder.no_proxy();
-    }
-    if let Some(ca) = &route.ca_cert {
-        for der in &ca.der {
-            let cert = reqwest::Certificate::from_der(der)
-                .map_err(|e| format!("caCert {}: {e}", ca.path.display()))?;
-            builder = builder.add_root_certificate(cert);
-        }
     }
     builder.build().map_err(|e| super::http::root_cause(&e))
 }

@@ -270,10 +270,13 @@ fn run_matrix(kind: ProviderKind, stream: bool) {
                 "{label} {}: hung up {took:?} after the request, deadline {after:?}",
                 c.model
             );
+            // Not early, on the client's own clock: the fake sees the request only after
+            // the client connected and wrote it, which takes a while on a loaded machine.
             assert!(
-                took + Duration::from_millis(50) >= after,
-                "{label} {}: hung up early ({took:?})",
-                c.model
+                r.duration >= after,
+                "{label} {}: gave up after {:?}, before its {after:?} clock",
+                c.model,
+                r.duration
             );
         }
         assert!(
