@@ -1,8 +1,8 @@
 //! Configuration: `warden.toml` discovery, parsing and validation. TOML types stop here;
 //! the rest of warden sees only [`Settings`].
 
-mod cache;
 mod ca_cert;
+mod cache;
 mod overrides;
 mod policy;
 mod raw;

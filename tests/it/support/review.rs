@@ -83,7 +83,9 @@ impl Review {
             .env_remove("SSL_CERT_FILE")
             .env_remove("SSL_CERT_DIR")
             .env_remove("NO_COLOR")
-            .env("GIT_CONFIG_NOSYSTEM", "1");
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            // Each run its own empty result cache, as `support::warden()` gives.
+            .env("WARDEN_CACHE_DIR", super::fresh_cache_dir());
         for ci in [
             "CI",
             "GITHUB_SERVER_URL",
