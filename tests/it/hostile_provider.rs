@@ -416,26 +416,13 @@ fn an_html_page_for_a_200_is_a_bad_response_and_the_unit_failed_without_a_retry(
     let fake = FakeProvider::start();
     fake.default_behavior(Behavior::Html);
     let review = Review::new(1);
-    for (provider, stream) in [
-        ("openai", true),
-        ("anthropic", true),
-        ("openai", false),
-        ("anthropic", false),
-    ] {
+    for (provider, stream) in EVERY_WIRE {
         let label = format!("{provider} stream={stream}");
         let model = format!("html-{provider}-{stream}");
-        review.config(
-            &[("reviewBudget", "20s"), ("hunkBudget", "10s")],
-            &[route_cfg(&model, provider, fake.base_url(), stream)],
-        );
-        let (code, v, stderr, _) = review.json(&[]);
+        let (code, v, stderr) = review.one_route(&model, provider, fake.base_url(), stream);
         assert_eq!(code, 3, "{label}: {stderr}");
-        let u = &units(&v)[0];
-        assert_eq!(u["status"], "failed", "{label}: {u}");
-        let a = u["attempts"].as_array().unwrap();
-        assert_eq!(a.len(), 1, "{label}: not retried: {u}");
-        assert_eq!(a[0]["outcome"], "bad_response", "{label}");
-        let reason = a[0]["reason"].as_str().unwrap();
+        let a = lone_bad_response(&v, &label);
+        let reason = a["reason"].as_str().unwrap();
         assert!(
             reason.contains("unparseable response body") && reason.contains("502 Bad Gateway"),
             "{label}: {reason}"

@@ -14,12 +14,7 @@ fn a_307_to_another_port_is_not_followed_and_that_server_gets_no_request_and_no_
     let fake = FakeProvider::start();
     let elsewhere = FakeProvider::start();
     let review = Review::new(1);
-    for (provider, stream) in [
-        ("openai", true),
-        ("anthropic", true),
-        ("openai", false),
-        ("anthropic", false),
-    ] {
+    for (provider, stream) in EVERY_WIRE {
         let label = format!("{provider} stream={stream}");
         let model = format!("moved-{provider}-{stream}");
         let path = if provider == "anthropic" {
@@ -32,19 +27,11 @@ fn a_307_to_another_port_is_not_followed_and_that_server_gets_no_request_and_no_
             &model,
             vec![Behavior::status_with(307, &[("location", &location)], "")],
         );
-        review.config(
-            &[("reviewBudget", "20s"), ("hunkBudget", "10s")],
-            &[route_cfg(&model, provider, fake.base_url(), stream)],
-        );
-        let (code, v, stderr, _) = review.json(&[]);
+        let (code, v, stderr) = review.one_route(&model, provider, fake.base_url(), stream);
         assert_eq!(code, 3, "{label}: {stderr}");
-        let u = &units(&v)[0];
-        assert_eq!(u["status"], "failed", "{label}: {u}");
-        let a = u["attempts"].as_array().unwrap();
-        assert_eq!(a.len(), 1, "{label}: {u}");
-        assert_eq!(a[0]["outcome"], "bad_response", "{label}");
-        assert_eq!(a[0]["httpStatus"], 307, "{label}");
-        let reason = a[0]["reason"].as_str().unwrap();
+        let a = lone_bad_response(&v, &label);
+        assert_eq!(a["httpStatus"], 307, "{label}");
+        let reason = a["reason"].as_str().unwrap();
         assert!(
             reason.contains(&location) && reason.contains("redirect"),
             "{label}: {reason}"

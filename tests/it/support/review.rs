@@ -2,7 +2,6 @@
 //! providers: a route per fake, the real binary, the JSON report read back.
 
 use super::Repo;
-use super::source_lines;
 use serde_json::Value;
 use std::time::{Duration, Instant};
 
@@ -37,14 +36,7 @@ pub struct Review {
 
 impl Review {
     pub fn new(files: usize) -> Review {
-        let repo = Repo::new();
-        for i in 0..files {
-            repo.write(&format!("src/f{i}.rs"), source_lines(10, &format!("f{i}")));
-        }
-        repo.commit_all("base");
-        for i in 0..files {
-            repo.write(&format!("src/f{i}.rs"), source_lines(12, &format!("f{i}")));
-        }
+        let repo = super::repo_with_changed_files(files);
         Review {
             repo,
             cfg: tempfile::tempdir().unwrap(),
@@ -137,4 +129,41 @@ pub fn attempts(v: &Value) -> Vec<&Value> {
         .iter()
         .flat_map(|u| u["attempts"].as_array().unwrap())
         .collect()
+}
+
+/// The one attempt of the report's first unit, asserting that the unit `failed` on it as
+/// a `bad_response` without a retry.
+pub fn lone_bad_response<'a>(v: &'a Value, label: &str) -> &'a Value {
+    let u = &units(v)[0];
+    assert_eq!(u["status"], "failed", "{label}: {u}");
+    let a = u["attempts"].as_array().unwrap();
+    assert_eq!(a.len(), 1, "{label}: not retried: {u}");
+    assert_eq!(a[0]["outcome"], "bad_response", "{label}");
+    &a[0]
+}
+
+/// Both protocols, streaming and not: the four ways a route talks to a provider.
+pub const EVERY_WIRE: [(&str, bool); 4] = [
+    ("openai", true),
+    ("anthropic", true),
+    ("openai", false),
+    ("anthropic", false),
+];
+
+impl Review {
+    /// `review --json` with one route (`model` at `base`) and 20 s / 10 s budgets.
+    pub fn one_route(
+        &self,
+        model: &str,
+        provider: &str,
+        base: String,
+        stream: bool,
+    ) -> (i32, Value, String) {
+        self.config(
+            &[("reviewBudget", "20s"), ("hunkBudget", "10s")],
+            &[route_cfg(model, provider, base, stream)],
+        );
+        let (code, v, stderr, _) = self.json(&[]);
+        (code, v, stderr)
+    }
 }
