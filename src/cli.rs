@@ -7,6 +7,7 @@ use crate::config::{self, Overrides};
 use crate::diff::Target;
 use crate::prepare;
 use crate::severity::{Confidence, FailOn, Severity};
+use crate::shard::Shard;
 use clap::builder::PossibleValue;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
@@ -43,6 +44,8 @@ pub enum Command {
     Init(InitArgs),
     /// Inspect or empty the result cache: `stats`, `clear` or `path`.
     Cache(CacheArgs),
+    /// Join the shard reports of one review (`review --shard K/N --json`) into its report.
+    Merge(MergeArgs),
 }
 
 /// Which diff to review, and where the repository and config are.
@@ -142,6 +145,10 @@ pub struct ReviewArgs {
     /// The result cache.
     #[command(flatten)]
     pub cache: CacheFlags,
+    /// Review only the K-th of N disjoint parts of the plan (units dealt round-robin in
+    /// priority order), e.g. one CI matrix job each; join the reports with `warden merge`.
+    #[arg(long, value_name = "K/N")]
+    pub shard: Option<Shard>,
     /// Output settings.
     #[command(flatten)]
     pub ui: Ui,
@@ -189,6 +196,43 @@ pub enum CacheAction {
     Clear,
     /// Print the cache database's path.
     Path,
+}
+
+/// `warden merge`.
+#[derive(Debug, Clone, Args)]
+pub struct MergeArgs {
+    /// The JSON reports of `warden review --shard K/N --json`, one per shard.
+    #[arg(value_name = "REPORT.json", required = true)]
+    pub reports: Vec<PathBuf>,
+    /// Report format (of stdout, or of a bare `-o PATH`).
+    #[arg(long, value_enum, value_name = "FORMAT")]
+    pub format: Option<Format>,
+    /// Shorthand for --format json.
+    #[arg(long, conflicts_with = "format")]
+    pub json: bool,
+    /// Write a report to PATH: `FORMAT=PATH` (repeatable), or a bare PATH for the
+    /// --format report instead of stdout.
+    #[arg(short, long = "output", value_name = "[FORMAT=]PATH")]
+    pub outputs: Vec<OutputSpec>,
+    /// Output settings.
+    #[command(flatten)]
+    pub ui: Ui,
+}
+
+impl MergeArgs {
+    /// The report format (`--json` is `--format json`).
+    pub fn format(&self) -> ReviewFormat {
+        report_format(self.json, self.format)
+    }
+}
+
+/// `--json` is `--format json`; neither is text.
+fn report_format(json: bool, format: Option<Format>) -> ReviewFormat {
+    match (json, format) {
+        (true, _) => ReviewFormat::Json,
+        (false, Some(f)) => f,
+        (false, None) => ReviewFormat::Text,
+    }
 }
 
 /// `warden plan`.
@@ -309,11 +353,7 @@ impl ReviewArgs {
 
     /// The report format (`--json` is `--format json`).
     pub fn format(&self) -> ReviewFormat {
-        match (self.json, self.format) {
-            (true, _) => ReviewFormat::Json,
-            (false, Some(f)) => f,
-            (false, None) => ReviewFormat::Text,
-        }
+        report_format(self.json, self.format)
     }
 
     /// The settings these flags override.

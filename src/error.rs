@@ -41,6 +41,10 @@ pub enum Error {
     #[error("{path}: {message}")]
     Skill { path: PathBuf, message: String },
 
+    /// A shard report `warden merge` cannot use (not JSON, another schema, another plan).
+    #[error("{path}: {message}")]
+    Merge { path: PathBuf, message: String },
+
     /// A route's API key variable is not set.
     #[error(
         "route `{route}`: the environment variable {var} is not set: export it with your API key (warden reads keys only from the variable a route names in apiKeyEnv), or try the built-in simulator with a route `provider = \"sim\"`"

@@ -23,6 +23,7 @@ pub mod report;
 pub mod review;
 pub mod scan;
 pub mod severity;
+pub mod shard;
 pub mod skills;
 pub mod telemetry;
 pub mod trust;

@@ -11,6 +11,7 @@ use crate::engine::{
 use crate::error::{Error, Result};
 use crate::plan::Plan;
 use crate::report::{self, Report};
+use crate::shard::Shard;
 use crate::skills::{ActiveSkill, Skill};
 use crate::trust::{SkillUse, TrustReport};
 use crate::verify;
@@ -38,6 +39,8 @@ pub struct ReviewInput {
     pub skill_uses: Vec<SkillUse>,
     /// The result cache (None: off, or unusable after its one warning).
     pub cache: Option<Cache>,
+    /// `--shard K/N`: review only this part of the plan (see `crate::shard`).
+    pub shard: Option<Shard>,
 }
 
 const NO_ROUTES: &str = "no model routes are configured (no [[routes]] in warden.toml and no defaults.model)
@@ -67,7 +70,7 @@ pub fn routes(settings: &Settings) -> Result<Vec<EngineRoute>> {
 /// report is still built from everything received.
 pub async fn run(input: ReviewInput, sink: Sink, interrupt: CancellationToken) -> Report {
     let ReviewInput {
-        plan,
+        mut plan,
         skills,
         settings,
         routes,
@@ -75,7 +78,11 @@ pub async fn run(input: ReviewInput, sink: Sink, interrupt: CancellationToken) -
         trust,
         skill_uses,
         cache,
+        shard,
     } = input;
+    // The fingerprint is the whole plan's, so every shard of one review carries the same.
+    let plan_fingerprint = crate::shard::fingerprint(&plan);
+    let shard = shard.map(|s| s.deal(&mut plan));
     let exec = settings.execution;
     let work = units(&plan, &skills, &settings);
     let routes_of: Vec<Vec<usize>> = work.iter().map(|w| w.routes.clone()).collect();
@@ -118,6 +125,8 @@ pub async fn run(input: ReviewInput, sink: Sink, interrupt: CancellationToken) -
     let mut report = report::build(&plan, &review, &settings, &skills, verification.as_ref());
     report.vcs = vcs;
     report.trust = trust;
+    report.plan_fingerprint = plan_fingerprint;
+    report.shard = shard;
     for info in &mut report.skills {
         if let Some(u) = skill_uses.iter().find(|u| u.name == info.name) {
             info.set_origin(u);

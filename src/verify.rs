@@ -8,11 +8,11 @@ use crate::engine::{EngineReport, UnitLabels, UnitStatus, UnitWork};
 use crate::findings::ModelFinding;
 use crate::plan::Plan;
 use crate::prompt::Prompt;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// A finding's verification state, when the pass is enabled.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Verdict {
     Confirmed,
@@ -22,7 +22,7 @@ pub enum Verdict {
 }
 
 /// What the pass did, for the report.
-#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "camelCase")]
 pub struct Summary {
     pub units: usize,

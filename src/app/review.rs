@@ -41,6 +41,7 @@ pub(super) fn review_cmd(args: &ReviewArgs) -> Result<i32> {
         trust: Some(prepared.trust),
         skill_uses: prepared.skill_uses,
         cache,
+        shard: args.shard,
     };
     // Every output is opened before the first request: a bad path costs no money.
     let step_summary = std::env::var_os("GITHUB_STEP_SUMMARY")

@@ -1,4 +1,4 @@
-use serde::{Serialize, Serializer};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::borrow::Cow;
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -61,6 +61,13 @@ impl fmt::Display for RepoPath {
 impl Serialize for RepoPath {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.serialize_str(&self.display())
+    }
+}
+
+impl<'de> Deserialize<'de> for RepoPath {
+    /// Reports carry paths as (lossy) text; reading one back gives those bytes.
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        String::deserialize(d).map(|s| RepoPath(s.into_bytes()))
     }
 }
 

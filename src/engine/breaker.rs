@@ -8,7 +8,7 @@
 use super::clock::deadline_after;
 use crate::config::BreakerSettings;
 use crate::provider::Outcome;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
 use std::time::Duration;
 use tokio::time::Instant;
@@ -17,7 +17,7 @@ use tokio::time::Instant;
 const MAX_BACKOFF: u32 = 8;
 
 /// A breaker's state.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum BreakerState {
     /// Calls go through.

@@ -3,12 +3,12 @@
 
 use crate::findings::ModelFinding;
 use crate::provider::AttemptRecord;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::time::Duration;
 
 /// A unit's status (DESIGN.md section 5).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
 #[serde(rename_all = "snake_case")]
 pub enum UnitStatus {
     /// A model answered and the answer parsed (it may have no findings).

@@ -48,12 +48,7 @@ pub fn build(
         .collect();
     summary.findings_dropped += judge.dropped + dedupe::remove_duplicates(&mut units);
     let mut findings: Vec<Finding> = units.iter().flat_map(|u| u.findings.clone()).collect();
-    findings.sort_by(|a, b| {
-        b.severity
-            .cmp(&a.severity)
-            .then_with(|| a.path.cmp(&b.path))
-            .then(a.start_line.cmp(&b.start_line))
-    });
+    sort_findings(&mut findings);
     summary.findings = findings.len();
     Report {
         schema_version: SCHEMA_VERSION,
@@ -77,11 +72,24 @@ pub fn build(
         skills: SkillInfo::from_active(active),
         vcs: None,
         trust: None,
+        plan_fingerprint: String::new(),
+        shard: None,
+        missing_shards: Vec::new(),
     }
 }
 
+/// Findings in report order: most severe first, then by file and line.
+pub(super) fn sort_findings(findings: &mut [Finding]) {
+    findings.sort_by(|a, b| {
+        b.severity
+            .cmp(&a.severity)
+            .then_with(|| a.path.cmp(&b.path))
+            .then(a.start_line.cmp(&b.start_line))
+    });
+}
+
 impl Summary {
-    fn count(&mut self, status: UnitStatus) {
+    pub(super) fn count(&mut self, status: UnitStatus) {
         match status {
             UnitStatus::Reviewed => self.reviewed += 1,
             UnitStatus::TimedOut => self.timed_out += 1,
@@ -94,7 +102,7 @@ impl Summary {
 
     /// Section 5: complete when every unit was reviewed (an empty plan is complete),
     /// unavailable when there were units and none was, partial otherwise.
-    fn outcome(&self) -> ReviewOutcome {
+    pub(super) fn outcome(&self) -> ReviewOutcome {
         if self.reviewed == self.units {
             ReviewOutcome::Complete
         } else if self.reviewed == 0 {
@@ -247,7 +255,7 @@ fn finding(
     }
 }
 
-fn counters(units: &[UnitReport], summary: &Summary) -> Counters {
+pub(super) fn counters(units: &[UnitReport], summary: &Summary) -> Counters {
     let moves = || units.iter().flat_map(|u| u.routes_tried.windows(2));
     Counters {
         attempts: units.iter().map(|u| u.attempts.len()).sum(),

@@ -5,10 +5,10 @@ use super::{AttemptReport, UnitReport};
 use crate::engine::{BreakerState, EngineReport, RouteSummary, UnitStatus};
 use crate::provider::{Outcome, Stage};
 use hdrhistogram::Histogram;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "camelCase")]
 pub struct TimeoutsByStage {
     pub connect: usize,
@@ -17,7 +17,7 @@ pub struct TimeoutsByStage {
     pub total: usize,
 }
 
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct BreakerReport {
     pub state: BreakerState,
@@ -25,7 +25,7 @@ pub struct BreakerReport {
     pub time_open_ms: u64,
 }
 
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct RouteMetrics {
     /// Attempts sent to this route (cancelled ones included).
@@ -58,7 +58,7 @@ pub struct RouteMetrics {
     pub breaker: BreakerReport,
 }
 
-fn percentiles(values: &[u64]) -> (Option<u64>, Option<u64>, Option<u64>) {
+pub(super) fn percentiles(values: &[u64]) -> (Option<u64>, Option<u64>, Option<u64>) {
     if values.is_empty() {
         return (None, None, None);
     }

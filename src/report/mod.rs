@@ -10,6 +10,7 @@ mod format;
 pub mod github;
 pub mod gitlab;
 pub mod markdown;
+mod merge;
 mod metrics;
 pub mod progress;
 pub mod rdjson;
@@ -22,6 +23,7 @@ mod vcs;
 
 pub use build::build;
 pub use format::{Format, OutputSpec};
+pub use merge::merge;
 pub use metrics::{BreakerReport, RouteMetrics, TimeoutsByStage};
 pub use rules::SkillInfo;
 pub use source::SourceContext;
@@ -31,12 +33,12 @@ use crate::engine::UnitStatus;
 use crate::provider::{Outcome, Stage};
 use crate::scan::Skipped;
 use crate::severity::{Confidence, Severity};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 pub const SCHEMA_VERSION: u32 = 1;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ReviewOutcome {
     /// Every unit was reviewed (an empty plan is complete).
@@ -68,7 +70,7 @@ impl ReviewOutcome {
     }
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Report {
     pub schema_version: u32,
@@ -102,9 +104,27 @@ pub struct Report {
     /// Where config and skills came from, and which of them the change touches.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub trust: Option<crate::trust::TrustReport>,
+    /// The whole plan's fingerprint (the same on every shard of one review).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub plan_fingerprint: String,
+    /// Which part of the plan this report covers (`--shard K/N`); absent: all of it.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub shard: Option<crate::shard::Shard>,
+    /// A merged report: the shards that never reported (their units were not reviewed).
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub missing_shards: Vec<MissingShard>,
 }
 
-#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
+/// A shard a merged report lacks, and how many of the plan's units it had.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct MissingShard {
+    pub index: usize,
+    pub count: usize,
+    pub units: usize,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "camelCase")]
 pub struct Summary {
     pub units: usize,
@@ -122,7 +142,7 @@ pub struct Summary {
     pub findings_dropped: usize,
 }
 
-#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "camelCase")]
 pub struct Counters {
     pub attempts: usize,
@@ -135,7 +155,7 @@ pub struct Counters {
     pub units_not_reviewed: usize,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct UnitReport {
     /// The skill, or consolidated skills joined with `+`.
@@ -161,14 +181,14 @@ pub struct UnitReport {
 }
 
 /// Where a unit's result came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Source {
     Model,
     Cache,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AttemptReport {
     pub number: u32,
@@ -193,7 +213,7 @@ pub struct AttemptReport {
     pub reason: String,
 }
 
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct Finding {
     /// Stable across runs for the same skill, file, title and line text.
@@ -214,6 +234,7 @@ pub struct Finding {
     pub route: String,
     pub model: String,
     /// It reaches its skill's `failOn`: the run exits 1.
+    #[serde(default)]
     pub fails_run: bool,
     /// With the verification pass on: confirmed, or unverified (rejected ones are removed).
     #[serde(skip_serializing_if = "Option::is_none")]

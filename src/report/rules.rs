@@ -4,13 +4,13 @@
 
 use crate::skills::{ActiveSkill, SkillOrigin};
 use crate::trust::{SkillSource, SkillUse};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// The longest instructions summary kept per skill (characters).
 const SUMMARY_CHARS: usize = 1500;
 
 /// One skill as a rule: its name, one-line description and a summary of its instructions.
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "camelCase")]
 pub struct SkillInfo {
     pub name: String,

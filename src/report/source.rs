@@ -3,7 +3,7 @@
 //! reading the working tree again.
 
 use crate::chunk::{Chunk, ChunkLineKind};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// Lines shown before and after a finding's own lines.
@@ -14,7 +14,7 @@ const LINE_CHARS: usize = 400;
 const MAX_LINES: u32 = 40;
 
 /// Consecutive new-file lines `start_line..=end_line` of the reviewed file.
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "camelCase")]
 pub struct SourceContext {
     pub start_line: u32,

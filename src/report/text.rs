@@ -101,11 +101,13 @@ pub fn render(r: &Report) -> String {
     }
 
     let missing: Vec<_> = r.not_reviewed().collect();
-    if !missing.is_empty() {
-        let pct = missing.len() * 100 / r.summary.units.max(1);
+    // A merged report's missing shards: their units are not in `units` at all.
+    let unmerged: usize = r.missing_shards.iter().map(|m| m.units).sum();
+    if !missing.is_empty() || unmerged > 0 {
+        let pct = (missing.len() + unmerged) * 100 / r.summary.units.max(1);
         let head = format!(
             " NOT REVIEWED: {} of {} units ({pct}%). This is not a clean review of those lines. ",
-            missing.len(),
+            missing.len() + unmerged,
             r.summary.units
         );
         let bar = "!".repeat(head.chars().count());
@@ -121,6 +123,13 @@ pub fn render(r: &Report) -> String {
             .map(|(s, n)| format!("{n} {}", s.as_str()))
             .collect();
         let _ = writeln!(out, "  by status: {}", by_status.join(", "));
+        for m in &r.missing_shards {
+            let _ = writeln!(
+                out,
+                "  shard {}/{} is missing: its {} units were not reviewed",
+                m.index, m.count, m.units
+            );
+        }
         for u in missing.iter().take(LIST_LIMIT) {
             let _ = writeln!(
                 out,

@@ -3,10 +3,10 @@
 //! links in the Markdown comment. Taken from the CI environment when it says, else from
 //! the repository itself.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Version-control facts about the reviewed code; every field is optional.
-#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "camelCase")]
 pub struct Vcs {
     /// `$GITHUB_SERVER_URL/$GITHUB_REPOSITORY`, else the `origin` remote with any

@@ -13,7 +13,7 @@ use crate::diff::{ChangeStatus, FileChange, LineKind, RepoPath};
 use crate::skills::ActiveSkill;
 use path_rules::Verdict;
 pub use priority::Score;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// A file the policy keeps, with what the chunker needs.
 pub struct Kept<'d> {
@@ -27,7 +27,7 @@ pub struct Kept<'d> {
 }
 
 /// A file the policy skips, and why.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Skipped {
     pub path: RepoPath,

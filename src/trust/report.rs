@@ -3,13 +3,13 @@
 
 use crate::report::SkillInfo;
 use crate::skills::{ActiveSkill, Catalog, SkillOrigin};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// The `reason` of a run with `--trust-head-config`.
 pub const OPT_OUT: &str = "--trust-head-config";
 
 /// Where `warden.toml` and repository skills were read from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum ConfigFrom {
     /// A trusted commit: the base of the change (HEAD of the checkout for a patch in CI).
@@ -21,7 +21,7 @@ pub enum ConfigFrom {
 }
 
 /// The report's `trust` object.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct TrustReport {
     pub config_from: ConfigFrom,
@@ -38,7 +38,7 @@ pub struct TrustReport {
 }
 
 /// Where a skill of the run came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum SkillSource {
     BuiltIn,

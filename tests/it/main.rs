@@ -12,6 +12,7 @@ mod config;
 mod engine_http;
 mod engine_policy;
 mod errors;
+mod fleet;
 mod hostile_provider;
 mod invariant;
 mod outputs;
