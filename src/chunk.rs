@@ -163,53 +163,9 @@ fn build_chunk(
     let split = group.iter().any(|p| p.split);
     let start_line = group.first().map_or(1, |p| p.start);
     let end_line = group.iter().map(|p| p.end).max().unwrap_or(start_line);
-    let mut lines: Vec<ChunkLine> = Vec::new();
-    let mut prev_end: Option<u32> = None;
-    for piece in group {
-        if let Some(prev) = prev_end
-            && piece.start > prev.saturating_add(1)
-        {
-            let (from, to) = (prev + 1, piece.start - 1);
-            match content {
-                Some(c) => {
-                    for n in from..=to {
-                        lines.push(ChunkLine {
-                            kind: ChunkLineKind::Context,
-                            old_no: None,
-                            new_no: Some(n),
-                            text: content_line(c, n, max).unwrap_or_default(),
-                        });
-                    }
-                }
-                None => lines.push(ChunkLine {
-                    kind: ChunkLineKind::Elided,
-                    old_no: None,
-                    new_no: None,
-                    text: format!("{} unchanged lines", to - from + 1),
-                }),
-            }
-        }
-        prev_end = Some(prev_end.map_or(piece.end, |p| p.max(piece.end)));
-        lines.extend(piece.lines.into_iter().map(|l| ChunkLine {
-            kind: match l.kind {
-                LineKind::Context => ChunkLineKind::Context,
-                LineKind::Added => ChunkLineKind::Added,
-                LineKind::Removed => ChunkLineKind::Removed,
-            },
-            old_no: l.old_no,
-            new_no: l.new_no,
-            text: l.text,
-        }));
-    }
-    let added = lines
-        .iter()
-        .filter(|l| l.kind == ChunkLineKind::Added)
-        .count();
-    let removed = lines
-        .iter()
-        .filter(|l| l.kind == ChunkLineKind::Removed)
-        .count();
-
+    let lines = chunk_lines(group, content, max);
+    let count = |k: ChunkLineKind| lines.iter().filter(|l| l.kind == k).count();
+    let (added, removed) = (count(ChunkLineKind::Added), count(ChunkLineKind::Removed));
     let first_new = lines.iter().find_map(|l| l.new_no).unwrap_or(start_line);
     let last_new = lines
         .iter()
@@ -241,6 +197,50 @@ fn build_chunk(
         lines,
         context_before: before,
         context_after: after,
+    }
+}
+
+/// The pieces' lines in order, with the unchanged lines between two pieces filled in
+/// from the new side (or one elision marker when the content is unknown).
+fn chunk_lines(group: Vec<Piece>, content: Option<&[String]>, max: usize) -> Vec<ChunkLine> {
+    let mut lines: Vec<ChunkLine> = Vec::new();
+    let mut prev_end: Option<u32> = None;
+    for piece in group {
+        if let Some(prev) = prev_end
+            && piece.start > prev.saturating_add(1)
+        {
+            gap(&mut lines, prev + 1, piece.start - 1, content, max);
+        }
+        prev_end = Some(prev_end.map_or(piece.end, |p| p.max(piece.end)));
+        lines.extend(piece.lines.into_iter().map(|l| ChunkLine {
+            kind: match l.kind {
+                LineKind::Context => ChunkLineKind::Context,
+                LineKind::Added => ChunkLineKind::Added,
+                LineKind::Removed => ChunkLineKind::Removed,
+            },
+            old_no: l.old_no,
+            new_no: l.new_no,
+            text: l.text,
+        }));
+    }
+    lines
+}
+
+/// New-side lines `from..=to` between two coalesced pieces.
+fn gap(lines: &mut Vec<ChunkLine>, from: u32, to: u32, content: Option<&[String]>, max: usize) {
+    match content {
+        Some(c) => lines.extend((from..=to).map(|n| ChunkLine {
+            kind: ChunkLineKind::Context,
+            old_no: None,
+            new_no: Some(n),
+            text: content_line(c, n, max).unwrap_or_default(),
+        })),
+        None => lines.push(ChunkLine {
+            kind: ChunkLineKind::Elided,
+            old_no: None,
+            new_no: None,
+            text: format!("{} unchanged lines", to - from + 1),
+        }),
     }
 }
 
@@ -368,7 +368,6 @@ mod tests {
             old_lines: 0,
             new_start: start,
             new_lines: texts.len() as u32,
-            section: String::new(),
             lines: texts
                 .iter()
                 .enumerate()

@@ -116,22 +116,10 @@ pub fn select<'r>(
             let dots = if *symmetric { "..." } else { ".." };
             (diff, format!("{base}{dots}{head}"), None)
         }
-        Target::Default => {
-            if is_dirty(repo)? {
-                let head = head_tree(repo)?;
-                let workdir = workdir(repo)?;
-                with_untracked(&mut opts);
-                let diff = repo
-                    .diff_tree_to_workdir_with_index(head.as_ref(), Some(&mut opts))
-                    .map_err(|e| Error::git("cannot diff the working tree", e))?;
-                let what = if head.is_some() {
-                    "uncommitted changes vs HEAD"
-                } else {
-                    "uncommitted changes (no commits yet)"
-                };
-                (diff, what.to_string(), Some(workdir))
-            } else if head_tree(repo)?.is_none() {
-                // `git init` and nothing committed yet: nothing to review.
+        Target::Default => match default_target(repo, default_branch, &mut opts)? {
+            Some(selected) => selected,
+            // `git init` and nothing committed yet: nothing to review.
+            None => {
                 return Ok(Selection {
                     diff: DiffSet {
                         files: Vec::new(),
@@ -143,12 +131,8 @@ pub fn select<'r>(
                         blobs: HashMap::new(),
                     },
                 });
-            } else {
-                let (name, base, head) = branch_base(repo, default_branch)?;
-                let diff = tree_diff(repo, &base, &head, &mut opts)?;
-                (diff, format!("{name}...HEAD (clean tree)"), None)
             }
-        }
+        },
     };
     let (files, blobs) = convert(diff)?;
     Ok(Selection {
@@ -159,6 +143,35 @@ pub fn select<'r>(
             blobs,
         },
     })
+}
+
+/// The default target: uncommitted changes vs HEAD when the tree is dirty, else the
+/// branch vs its merge-base with the default branch. None: no commits yet.
+fn default_target<'r>(
+    repo: &'r Repository,
+    default_branch: Option<&str>,
+    opts: &mut DiffOptions,
+) -> Result<Option<(git2::Diff<'r>, String, Option<PathBuf>)>> {
+    if is_dirty(repo)? {
+        let head = head_tree(repo)?;
+        let workdir = workdir(repo)?;
+        with_untracked(opts);
+        let diff = repo
+            .diff_tree_to_workdir_with_index(head.as_ref(), Some(opts))
+            .map_err(|e| Error::git("cannot diff the working tree", e))?;
+        let what = if head.is_some() {
+            "uncommitted changes vs HEAD"
+        } else {
+            "uncommitted changes (no commits yet)"
+        };
+        return Ok(Some((diff, what.to_string(), Some(workdir))));
+    }
+    if head_tree(repo)?.is_none() {
+        return Ok(None);
+    }
+    let (name, base, head) = branch_base(repo, default_branch)?;
+    let diff = tree_diff(repo, &base, &head, opts)?;
+    Ok(Some((diff, format!("{name}...HEAD (clean tree)"), None)))
 }
 
 /// The commits a range compares: `base` (or, `symmetric`, the merge-base of `base` and
@@ -392,12 +405,6 @@ fn read_hunk(patch: &Patch, h: usize) -> Result<Hunk> {
     let (hunk, count) = patch
         .hunk(h)
         .map_err(|e| Error::git("cannot read a hunk", e))?;
-    let header = String::from_utf8_lossy(hunk.header());
-    let section = header
-        .splitn(3, "@@")
-        .nth(2)
-        .map(|s| s.trim().to_string())
-        .unwrap_or_default();
     let mut lines = Vec::with_capacity(count);
     for l in 0..count {
         let line = patch
@@ -425,7 +432,6 @@ fn read_hunk(patch: &Patch, h: usize) -> Result<Hunk> {
         old_lines: hunk.old_lines(),
         new_start: hunk.new_start(),
         new_lines: hunk.new_lines(),
-        section,
         lines,
     })
 }

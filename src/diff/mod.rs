@@ -42,15 +42,13 @@ pub struct FileChange {
     pub hunks: Vec<Hunk>,
 }
 
-/// One hunk as git prints it (`@@ -a,b +c,d @@ section`).
+/// One hunk as git prints it (`@@ -a,b +c,d @@`).
 #[derive(Debug, Clone)]
 pub struct Hunk {
     pub old_start: u32,
     pub old_lines: u32,
     pub new_start: u32,
     pub new_lines: u32,
-    /// The text after the second `@@` (often the enclosing function).
-    pub section: String,
     pub lines: Vec<Line>,
 }
 

@@ -22,10 +22,6 @@ impl RepoPath {
         String::from_utf8_lossy(&self.0)
     }
 
-    pub fn is_utf8(&self) -> bool {
-        std::str::from_utf8(&self.0).is_ok()
-    }
-
     /// The path as a filesystem path relative to the repository root.
     pub fn to_path(&self) -> PathBuf {
         #[cfg(unix)]

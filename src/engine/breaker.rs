@@ -268,14 +268,9 @@ mod tests {
     use super::*;
     use Outcome::*;
 
+    /// DESIGN.md's defaults: a 2m window, 5 calls, 50 %, 30s open, 1 probe.
     fn cfg() -> BreakerSettings {
-        BreakerSettings {
-            window: Duration::from_secs(120),
-            min_calls: 5,
-            failure_rate: 0.5,
-            open_for: Duration::from_secs(30),
-            half_open_probes: 1,
-        }
+        BreakerSettings::default()
     }
 
     #[test]

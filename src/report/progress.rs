@@ -49,6 +49,48 @@ struct State {
 }
 
 impl State {
+    /// Takes in what an event changes; returns a line worth telling, if any.
+    fn apply(&mut self, e: &Event) -> Option<String> {
+        match e {
+            Event::PassStarted {
+                pass,
+                units,
+                budget,
+                routes,
+            } => {
+                self.total += units;
+                if *pass == Pass::Review {
+                    self.budget = *budget;
+                    self.routes = routes
+                        .iter()
+                        .map(|r| (r.name.clone(), r.max_concurrency))
+                        .collect();
+                }
+                None
+            }
+            Event::AttemptStarted { route, .. } => {
+                *self.in_flight.entry(route.clone()).or_default() += 1;
+                None
+            }
+            Event::AttemptFinished { record, .. } => {
+                if let Some(n) = self.in_flight.get_mut(&record.route) {
+                    *n = n.saturating_sub(1);
+                }
+                None
+            }
+            Event::UnitFinished { unit, result } => {
+                *self.done.entry(result.status).or_default() += 1;
+                (result.status != UnitStatus::Reviewed)
+                    .then(|| format!("unit {unit} {}: {}", result.status.as_str(), result.reason))
+            }
+            Event::Breaker { route, to, .. } => {
+                self.breakers.insert(route.clone(), *to);
+                note(e)
+            }
+            _ => note(e),
+        }
+    }
+
     fn done(&self) -> usize {
         self.done.values().sum()
     }
@@ -81,6 +123,36 @@ impl State {
             routes.join(" · "),
             humantime::format_duration(Duration::from_secs(left.as_secs()))
         )
+    }
+}
+
+/// The line an event is worth (retries, failovers, breaker changes, budget expiry).
+fn note(e: &Event) -> Option<String> {
+    match e {
+        Event::Breaker {
+            route, to, reason, ..
+        } => Some(format!("breaker {route} -> {}: {reason}", to.as_str())),
+        Event::Failover {
+            unit,
+            from,
+            to,
+            reason,
+        } => Some(format!(
+            "unit {unit} fails over {from} -> {to} after {reason}"
+        )),
+        Event::Retry {
+            unit,
+            route,
+            reason,
+            wait,
+        } => Some(format!(
+            "unit {unit} retries {route} in {} after {reason}",
+            crate::config::format_duration(*wait)
+        )),
+        Event::BudgetExpired { in_flight } => Some(format!(
+            "review budget ran out: cancelling {in_flight} attempts in flight"
+        )),
+        _ => None,
     }
 }
 
@@ -141,71 +213,14 @@ impl Progress {
         }
         let note = {
             let mut st = self.state.lock().expect("progress");
-            match e {
-                Event::PassStarted {
-                    pass,
-                    units,
-                    budget,
-                    routes,
-                } => {
-                    st.total += units;
-                    if *pass == Pass::Review {
-                        st.budget = *budget;
-                        st.routes = routes
-                            .iter()
-                            .map(|r| (r.name.clone(), r.max_concurrency))
-                            .collect();
-                    }
-                    if let Some(b) = &self.bar {
-                        b.set_length(st.total as u64);
-                    }
-                    None
-                }
-                Event::AttemptStarted { route, .. } => {
-                    *st.in_flight.entry(route.clone()).or_default() += 1;
-                    None
-                }
-                Event::AttemptFinished { record, .. } => {
-                    if let Some(n) = st.in_flight.get_mut(&record.route) {
-                        *n = n.saturating_sub(1);
-                    }
-                    None
-                }
-                Event::UnitFinished { unit, result } => {
-                    *st.done.entry(result.status).or_default() += 1;
-                    (result.status != UnitStatus::Reviewed).then(|| {
-                        format!("unit {unit} {}: {}", result.status.as_str(), result.reason)
-                    })
-                }
-                Event::Breaker {
-                    route, to, reason, ..
-                } => {
-                    st.breakers.insert(route.clone(), *to);
-                    Some(format!("breaker {route} -> {}: {reason}", to.as_str()))
-                }
-                Event::Failover {
-                    unit,
-                    from,
-                    to,
-                    reason,
-                } => Some(format!(
-                    "unit {unit} fails over {from} -> {to} after {reason}"
-                )),
-                Event::Retry {
-                    unit,
-                    route,
-                    reason,
-                    wait,
-                } => Some(format!(
-                    "unit {unit} retries {route} in {} after {reason}",
-                    crate::config::format_duration(*wait)
-                )),
-                Event::BudgetExpired { in_flight } => Some(format!(
-                    "review budget ran out: cancelling {in_flight} attempts in flight"
-                )),
-                // A tick only redraws the clocks (below).
-                _ => None,
+            let total = st.total;
+            let note = st.apply(e);
+            if st.total != total
+                && let Some(b) = &self.bar
+            {
+                b.set_length(st.total as u64);
             }
+            note
         };
         let important = matches!(e, Event::Breaker { .. } | Event::BudgetExpired { .. });
         if let Some(n) = note
@@ -219,6 +234,7 @@ impl Progress {
                     .to_string(),
             );
         }
+        // Every event, ticks included, redraws the clocks.
         self.refresh(false);
     }
 

@@ -75,7 +75,14 @@ pub fn scan<'d>(
     apply_caps(kept, skipped, settings)
 }
 
-type Decision<'d> = Result<Kept<'d>, (String, String)>;
+type Decision<'d> = Result<Kept<'d>, Skip>;
+
+/// Why a file is skipped: the reason code and a sentence for people.
+type Skip = (String, String);
+
+fn skip(reason: &str, detail: String) -> Skip {
+    (reason.to_string(), detail)
+}
 
 fn decide<'d>(
     file: &'d FileChange,
@@ -83,43 +90,12 @@ fn decide<'d>(
     settings: &Settings,
     skills: &[ActiveSkill],
 ) -> Decision<'d> {
-    let skip = |reason: &str, detail: String| Err((reason.to_string(), detail));
     if let Some((reason, detail)) = nothing_to_review(file) {
-        return skip(reason, detail);
+        return Err(skip(reason, detail));
     }
     let path = file.path.to_path();
-    match settings.ignore.verdict(&path) {
-        Verdict::Matched(p) => {
-            return skip("ignored", format!("matches ignorePaths pattern `{p}`"));
-        }
-        Verdict::Negated(_) => {}
-        Verdict::None => {
-            if let Some(cat) = builtin::category(&path) {
-                return skip(
-                    &format!("builtin:{cat}"),
-                    format!(
-                        "built-in ignore ({cat}); re-include with `!{}` in ignorePaths",
-                        file.path
-                    ),
-                );
-            }
-        }
-    }
-    let mut mode = settings.chunking.default_mode;
-    if let Some(fp) = settings
-        .chunking
-        .file_patterns
-        .iter()
-        .find(|fp| matches!(fp.rules.verdict(&path), Verdict::Matched(_)))
-    {
-        if fp.mode == ChunkMode::Skip {
-            return skip(
-                "chunking:skip",
-                format!("chunking.filePatterns `{}` has mode skip", fp.pattern),
-            );
-        }
-        mode = fp.mode;
-    }
+    ignored(file, &path, settings)?;
+    let mode = chunk_mode(&path, settings)?;
     let applicable: Vec<usize> = skills
         .iter()
         .enumerate()
@@ -127,18 +103,76 @@ fn decide<'d>(
         .map(|(i, _)| i)
         .collect();
     if applicable.is_empty() {
-        return skip(
+        return Err(skip(
             "no-skill",
             "no selected skill's paths/ignorePaths admit this file".into(),
-        );
+        ));
     }
-
     let bytes = content.new_side(file);
     if let Some((reason, detail)) = too_large(file, bytes.as_deref(), &settings.scan) {
-        return skip(reason, detail);
+        return Err(skip(reason, detail));
     }
     let lines: Option<Vec<String>> = bytes.as_ref().map(|b| split_content(b));
-    let marker = match &lines {
+    if let Some(m) = generated_marker(file, lines.as_deref()) {
+        return Err(skip(
+            "generated",
+            format!("generated-file marker `{m}` near the top of the file"),
+        ));
+    }
+    let hit = skills.iter().any(|s| s.paths_hit(&path));
+    Ok(Kept {
+        file,
+        score: priority::score(file, hit),
+        mode,
+        content: lines,
+        skills: applicable,
+    })
+}
+
+/// `ignorePaths` (a `!` pattern re-includes), then the built-in ignores.
+fn ignored(file: &FileChange, path: &std::path::Path, settings: &Settings) -> Result<(), Skip> {
+    match settings.ignore.verdict(path) {
+        Verdict::Matched(p) => Err(skip(
+            "ignored",
+            format!("matches ignorePaths pattern `{p}`"),
+        )),
+        Verdict::Negated(_) => Ok(()),
+        Verdict::None => match builtin::category(path) {
+            Some(cat) => Err(skip(
+                &format!("builtin:{cat}"),
+                format!(
+                    "built-in ignore ({cat}); re-include with `!{}` in ignorePaths",
+                    file.path
+                ),
+            )),
+            None => Ok(()),
+        },
+    }
+}
+
+/// The first `filePatterns` entry that matches decides the mode (`skip` skips the file).
+fn chunk_mode(path: &std::path::Path, settings: &Settings) -> Result<ChunkMode, Skip> {
+    let chunking = &settings.chunking;
+    let Some(fp) = chunking
+        .file_patterns
+        .iter()
+        .find(|fp| matches!(fp.rules.verdict(path), Verdict::Matched(_)))
+    else {
+        return Ok(chunking.default_mode);
+    };
+    if fp.mode == ChunkMode::Skip {
+        return Err(skip(
+            "chunking:skip",
+            format!("chunking.filePatterns `{}` has mode skip", fp.pattern),
+        ));
+    }
+    Ok(fp.mode)
+}
+
+/// A generated-file marker near the top: in the new side when it is known, else in the
+/// patch's added lines there.
+fn generated_marker(file: &FileChange, lines: Option<&[String]>) -> Option<&'static str> {
+    match lines {
         Some(l) => generated::marker(l.iter().map(String::as_str)),
         None => generated::marker(
             file.hunks
@@ -151,21 +185,7 @@ fn decide<'d>(
                 })
                 .map(|l| l.text.as_str()),
         ),
-    };
-    if let Some(m) = marker {
-        return skip(
-            "generated",
-            format!("generated-file marker `{m}` near the top of the file"),
-        );
     }
-    let hit = skills.iter().any(|s| s.paths_hit(&path));
-    Ok(Kept {
-        file,
-        score: priority::score(file, hit),
-        mode,
-        content: lines,
-        skills: applicable,
-    })
 }
 
 /// Files with nothing a model can review: submodule pointers, deletions, symlinks (the

@@ -335,7 +335,6 @@ mod tests {
                 old_lines: 0,
                 new_start: 1,
                 new_lines: added.len() as u32,
-                section: String::new(),
                 lines: added
                     .iter()
                     .enumerate()

@@ -10,7 +10,6 @@ pub(super) struct Header {
     old_lines: u32,
     new_start: u32,
     new_lines: u32,
-    section: String,
 }
 
 /// Reads digits as git's `strtoul` would, refusing what does not fit a line number.
@@ -57,14 +56,67 @@ pub(super) fn parse_header(raw: &[u8]) -> Result<Header, ErrorKind> {
         .strip_prefix(b"@@ -")
         .ok_or(ErrorKind::MalformedHunkHeader)?;
     let (old_start, old_lines, rest) = range(rest, b" +")?;
-    let (new_start, new_lines, rest) = range(rest, b" @@")?;
+    // What follows the second `@@` (often the enclosing function) is not used.
+    let (new_start, new_lines, _section) = range(rest, b" @@")?;
     Ok(Header {
         old_start,
         old_lines,
         new_start,
         new_lines,
-        section: String::from_utf8_lossy(rest).trim().to_string(),
     })
+}
+
+/// One line of a hunk's body.
+enum BodyLine<'a> {
+    /// A context, added or removed line, and its text.
+    Diff(LineKind, &'a [u8]),
+    /// `\ No newline at end of file`.
+    Marker,
+    /// Not hunk text: the hunk ended before its header's counts were met.
+    Other,
+}
+
+fn body_line<'a>(raw: &'a [u8]) -> BodyLine<'a> {
+    match raw.split_first() {
+        Some((b' ', rest)) => BodyLine::Diff(LineKind::Context, rest),
+        // GNU diff writes an empty context line without its space.
+        None => BodyLine::Diff(LineKind::Context, raw),
+        Some((b'+', rest)) => BodyLine::Diff(LineKind::Added, rest),
+        Some((b'-', rest)) => BodyLine::Diff(LineKind::Removed, rest),
+        Some((b'\\', _)) => BodyLine::Marker,
+        Some(_) => BodyLine::Other,
+    }
+}
+
+/// The lines a hunk still expects on each side, and the next line number of each.
+struct Cursor {
+    old_left: u32,
+    new_left: u32,
+    old_no: u64,
+    new_no: u64,
+}
+
+impl Cursor {
+    /// Takes a line of `kind`: its (old, new) numbers, or None when the header's counts
+    /// leave no room for it.
+    fn take(&mut self, kind: LineKind) -> Option<(Option<u64>, Option<u64>)> {
+        let (old, new) = match kind {
+            LineKind::Context if self.old_left > 0 && self.new_left > 0 => (true, true),
+            LineKind::Added if self.new_left > 0 => (false, true),
+            LineKind::Removed if self.old_left > 0 => (true, false),
+            _ => return None,
+        };
+        let taken = (old.then_some(self.old_no), new.then_some(self.new_no));
+        self.old_left -= u32::from(old);
+        self.new_left -= u32::from(new);
+        self.old_no += u64::from(old);
+        self.new_no += u64::from(new);
+        Some(taken)
+    }
+
+    fn counts(&self) -> (u32, u32) {
+        (self.old_left, self.new_left)
+    }
 }
 
 /// Reads the lines of a hunk whose header is at `lines[at]`, until the header's counts
@@ -75,68 +127,40 @@ pub(super) fn read(
     at: usize,
     h: Header,
 ) -> Result<(Hunk, usize), (usize, ErrorKind)> {
-    let (mut old_left, mut new_left) = (h.old_lines, h.new_lines);
     // Checked by `range`: every number handed out below fits u32.
-    let (mut old_no, mut new_no) = (u64::from(h.old_start), u64::from(h.new_start));
-    let no = |v: u64, i: usize| u32::try_from(v).map_err(|_| (i, ErrorKind::LineNumberTooLarge));
+    let mut cur = Cursor {
+        old_left: h.old_lines,
+        new_left: h.new_lines,
+        old_no: u64::from(h.old_start),
+        new_no: u64::from(h.new_start),
+    };
+    let no = |v: Option<u64>, i: usize| {
+        v.map(u32::try_from)
+            .transpose()
+            .map_err(|_| (i, ErrorKind::LineNumberTooLarge))
+    };
     let mut out = Vec::new();
     let mut i = at + 1;
-    while old_left > 0 || new_left > 0 {
+    while cur.old_left > 0 || cur.new_left > 0 {
+        let (old, new) = cur.counts();
         let Some(raw) = lines.get(i) else {
-            return Err((
-                i.saturating_sub(1),
-                ErrorKind::Truncated {
-                    old: old_left,
-                    new: new_left,
-                },
-            ));
+            return Err((i.saturating_sub(1), ErrorKind::Truncated { old, new }));
         };
-        let (kind, text) = match raw.split_first() {
-            Some((b' ', rest)) => (LineKind::Context, rest),
-            // GNU diff writes an empty context line without its space.
-            None => (LineKind::Context, *raw),
-            Some((b'+', rest)) => (LineKind::Added, rest),
-            Some((b'-', rest)) => (LineKind::Removed, rest),
-            Some((b'\\', _)) => {
+        let (kind, text) = match body_line(raw) {
+            BodyLine::Diff(kind, text) => (kind, text),
+            BodyLine::Marker => {
                 i += 1;
                 continue;
             }
-            Some(_) => {
-                let kind = ErrorKind::ShortHunk {
-                    old: old_left,
-                    new: new_left,
-                };
-                return Err((i, kind));
-            }
+            BodyLine::Other => return Err((i, ErrorKind::ShortHunk { old, new })),
         };
-        let (old, new) = match kind {
-            LineKind::Context if old_left > 0 && new_left > 0 => {
-                old_left -= 1;
-                new_left -= 1;
-                (Some(no(old_no, i)?), Some(no(new_no, i)?))
-            }
-            LineKind::Added if new_left > 0 => {
-                new_left -= 1;
-                (None, Some(no(new_no, i)?))
-            }
-            LineKind::Removed if old_left > 0 => {
-                old_left -= 1;
-                (Some(no(old_no, i)?), None)
-            }
-            _ => {
-                let kind = ErrorKind::Misfit {
-                    old: old_left,
-                    new: new_left,
-                };
-                return Err((i, kind));
-            }
+        let Some((old_no, new_no)) = cur.take(kind) else {
+            return Err((i, ErrorKind::Misfit { old, new }));
         };
-        old_no += u64::from(old.is_some());
-        new_no += u64::from(new.is_some());
         out.push(Line {
             kind,
-            old_no: old,
-            new_no: new,
+            old_no: no(old_no, i)?,
+            new_no: no(new_no, i)?,
             text: String::from_utf8_lossy(text).into_owned(),
         });
         i += 1;
@@ -150,7 +174,6 @@ pub(super) fn read(
         old_lines: h.old_lines,
         new_start: h.new_start,
         new_lines: h.new_lines,
-        section: h.section,
         lines: out,
     };
     Ok((hunk, i))
