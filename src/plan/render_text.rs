@@ -6,6 +6,7 @@ use crate::report::escape;
 use console::style;
 use std::fmt::Write;
 
+/// The plan as people read it (`warden plan`).
 pub fn render_text(plan: &Plan) -> String {
     let mut out = String::new();
     let t = &plan.totals;
@@ -43,30 +44,7 @@ pub fn render_text(plan: &Plan) -> String {
         );
         let _ = writeln!(out, "        why: {}", f.reasons.join(", "));
         for c in &f.chunks {
-            let mut notes = Vec::new();
-            if c.hunks > 1 {
-                notes.push(format!("{} hunks coalesced", c.hunks));
-            }
-            if c.split {
-                notes.push("split from a large hunk".to_string());
-            }
-            if c.deletion_only() {
-                notes.push("deletions only, optional".to_string());
-            }
-            let notes = if notes.is_empty() {
-                String::new()
-            } else {
-                format!("  ({})", notes.join(", "))
-            };
-            let _ = writeln!(
-                out,
-                "        lines {}-{}  +{} -{}  {} bytes{notes}",
-                c.start_line,
-                c.end_line,
-                c.added,
-                c.removed,
-                c.rendered_bytes()
-            );
+            chunk_line(&mut out, c);
         }
     }
     if !plan.skipped_files.is_empty() {
@@ -101,6 +79,34 @@ pub fn render_text(plan: &Plan) -> String {
         t.prompt_chars
     );
     out
+}
+
+/// One chunk: its lines, counts, size and how it came to be.
+fn chunk_line(out: &mut String, c: &crate::chunk::Chunk) {
+    let mut notes = Vec::new();
+    if c.hunks > 1 {
+        notes.push(format!("{} hunks coalesced", c.hunks));
+    }
+    if c.split {
+        notes.push("split from a large hunk".to_string());
+    }
+    if c.deletion_only() {
+        notes.push("deletions only, optional".to_string());
+    }
+    let notes = if notes.is_empty() {
+        String::new()
+    } else {
+        format!("  ({})", notes.join(", "))
+    };
+    let _ = writeln!(
+        out,
+        "        lines {}-{}  +{} -{}  {} bytes{notes}",
+        c.start_line,
+        c.end_line,
+        c.added,
+        c.removed,
+        c.rendered_bytes()
+    );
 }
 
 fn plural(n: usize) -> &'static str {

@@ -2,7 +2,7 @@
 
 use super::attempt::{Outcome, Usage};
 use super::classify::Failure;
-use super::http::{Answer, Decoder, MESSAGE_CHARS, Step};
+use super::http::{Answer, Decoder, Step};
 use super::sse::SseItem;
 use crate::prompt::Prompt;
 use serde_json::{Value, json};
@@ -49,8 +49,7 @@ impl AnthropicDecoder {
 fn error_of(v: &Value) -> String {
     let e = v.get("error").unwrap_or(v);
     let kind = e.get("type").and_then(Value::as_str).unwrap_or("error");
-    let msg = e.get("message").and_then(Value::as_str).unwrap_or("");
-    let msg: String = msg.chars().take(MESSAGE_CHARS).collect();
+    let msg = super::classify::provider_message(e).unwrap_or_default();
     format!("{kind}: {msg}")
 }
 

@@ -1,26 +1,55 @@
 //! Error classification (PROVIDERS.md, "Classification used by warden"): every HTTP
 //! status and error body becomes one attempt outcome.
 
-use super::attempt::Outcome;
+use super::Limits;
+use super::attempt::{Outcome, Stage};
+use crate::config::format_duration;
 use reqwest::header::HeaderMap;
+use serde_json::Value;
 use std::time::{Duration, SystemTime};
 
 /// A failed attempt, before it is stamped into a record.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Failure {
+    /// How the attempt ended.
     pub outcome: Outcome,
-    pub stage: Option<super::attempt::Stage>,
+    /// Which clock ended a timeout.
+    pub stage: Option<Stage>,
+    /// Why, for people.
     pub reason: String,
+    /// A rate limit's Retry-After (clamped).
     pub retry_after: Option<Duration>,
 }
 
 impl Failure {
+    /// A failure with this outcome and reason.
     pub fn new(outcome: Outcome, reason: impl Into<String>) -> Self {
         Failure {
             outcome,
             stage: None,
             reason: reason.into(),
             retry_after: None,
+        }
+    }
+
+    /// The timeout of `stage`, with the reason every provider gives for it (HTTP and the
+    /// simulator say the same thing about the same clock).
+    pub fn timeout(stage: Stage, limits: &Limits) -> Self {
+        let reason = match stage {
+            Stage::Connect => format!(
+                "could not connect within {}",
+                format_duration(limits.connect)
+            ),
+            Stage::FirstToken => format!("no token within {}", format_duration(limits.first_token)),
+            Stage::Idle => format!("no token for {} (idle limit)", format_duration(limits.idle)),
+            Stage::Total => format!(
+                "no complete answer within the {} deadline",
+                format_duration(limits.total)
+            ),
+        };
+        Failure {
+            stage: Some(stage),
+            ..Failure::new(Outcome::Timeout, reason)
         }
     }
 }
@@ -99,15 +128,21 @@ fn clamped_secs(secs: f64) -> Option<Duration> {
     )
 }
 
-/// The provider's own error message, from `{"error": {"message"}}` (both protocols); model-controlled text is data, so it is only shown, never acted on.
+/// The provider's own error message, from `{"error": {"message"}}` (both protocols);
+/// model-controlled text is data, so it is only shown, never acted on.
 pub fn error_message(body: &[u8]) -> Option<String> {
-    let v: serde_json::Value = serde_json::from_slice(body).ok()?;
-    let e = v.get("error")?;
-    let msg = e
+    let v: Value = serde_json::from_slice(body).ok()?;
+    provider_message(v.get("error")?)
+}
+
+/// The message of an error object (`{"message": …}`, or the error as a plain string),
+/// cut to [`super::http::MESSAGE_CHARS`]. Cut long, not short: the key is redacted before
+/// the reason is cut to its own length.
+pub(crate) fn provider_message(error: &Value) -> Option<String> {
+    let msg = error
         .get("message")
-        .and_then(|m| m.as_str())
-        .or_else(|| e.as_str())?;
-    // Cut long, not short: the key is redacted before the reason is cut to its length.
+        .and_then(Value::as_str)
+        .or_else(|| error.as_str())?;
     Some(msg.chars().take(super::http::MESSAGE_CHARS).collect())
 }
 

@@ -9,7 +9,6 @@ use super::attempt::{Outcome, Stage, Usage};
 use super::body;
 use super::classify::{self, Failure};
 use super::sse::{SseItem, size};
-use crate::config::format_duration;
 use tokio::time::{Instant, timeout_at};
 
 /// Error bodies are read up to this size.
@@ -125,37 +124,14 @@ impl Clocks {
 
     /// The timeout for a clock that ran out at `at`.
     pub fn expired(&self, at: Instant, saw_token: bool) -> Failure {
-        let (stage, reason) = if at >= self.total_at {
-            (
-                Stage::Total,
-                format!(
-                    "no complete answer within the {} deadline",
-                    format_duration(self.limits.total)
-                ),
-            )
+        let stage = if at >= self.total_at {
+            Stage::Total
         } else if !saw_token {
-            (
-                Stage::FirstToken,
-                format!(
-                    "no token within {}",
-                    format_duration(self.limits.first_token)
-                ),
-            )
+            Stage::FirstToken
         } else {
-            (
-                Stage::Idle,
-                format!(
-                    "no token for {} (idle limit)",
-                    format_duration(self.limits.idle)
-                ),
-            )
+            Stage::Idle
         };
-        Failure {
-            outcome: Outcome::Timeout,
-            stage: Some(stage),
-            reason,
-            retry_after: None,
-        }
+        Failure::timeout(stage, &self.limits)
     }
 }
 
@@ -197,11 +173,7 @@ pub(crate) async fn exchange(
     ex.headers = Some(t0.elapsed());
     let status = resp.status().as_u16();
     ex.status = Some(status);
-    ex.request_id = ["x-request-id", "request-id", "x-amzn-requestid"]
-        .iter()
-        .find_map(|h| resp.headers().get(*h))
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_string);
+    ex.request_id = request_id(resp.headers());
     let headers = resp.headers().clone();
     let mut resp = resp;
 
@@ -212,16 +184,7 @@ pub(crate) async fn exchange(
         return ex;
     }
     if !resp.status().is_success() {
-        let mut body = Vec::new();
-        while body.len() < MAX_ERROR_BODY {
-            match timeout_at(clocks.total_at, resp.chunk()).await {
-                Ok(Ok(Some(b))) => {
-                    ex.bytes += b.len() as u64;
-                    body.extend_from_slice(&b);
-                }
-                _ => break,
-            }
-        }
+        let body = error_body(&mut resp, clocks.total_at, &mut ex.bytes).await;
         ex.result = Err(classify::classify_status(status, &headers, &body));
         ex.duration = t0.elapsed();
         return ex;
@@ -273,21 +236,37 @@ fn redirect(status: u16, headers: &reqwest::header::HeaderMap) -> Failure {
 
 /// A request that got no response: connect timeout, refused, reset, or a certificate
 /// that is not trusted.
+/// The provider's request id, from the first header that has one.
+fn request_id(headers: &reqwest::header::HeaderMap) -> Option<String> {
+    ["x-request-id", "request-id", "x-amzn-requestid"]
+        .iter()
+        .find_map(|h| headers.get(*h))
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string)
+}
+
+/// An error response's body, up to [`MAX_ERROR_BODY`] and the total deadline.
+async fn error_body(resp: &mut reqwest::Response, until: Instant, bytes: &mut u64) -> Vec<u8> {
+    let mut body = Vec::new();
+    while body.len() < MAX_ERROR_BODY {
+        match timeout_at(until, resp.chunk()).await {
+            Ok(Ok(Some(b))) => {
+                *bytes += b.len() as u64;
+                body.extend_from_slice(&b);
+            }
+            _ => break,
+        }
+    }
+    body
+}
+
 fn send_failure(e: &reqwest::Error, url: &reqwest::Url, limits: &Limits) -> Failure {
     if let Some(detail) = super::tls::certificate_error(e) {
         return super::tls::certificate_failure(url, &detail);
     }
     // The only timeout reqwest itself enforces is the connect timeout.
     if e.is_timeout() {
-        return Failure {
-            outcome: Outcome::Timeout,
-            stage: Some(Stage::Connect),
-            reason: format!(
-                "could not connect within {}",
-                format_duration(limits.connect)
-            ),
-            retry_after: None,
-        };
+        return Failure::timeout(Stage::Connect, limits);
     }
     let what = if e.is_connect() {
         "connection failed"

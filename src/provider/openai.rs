@@ -2,7 +2,7 @@
 
 use super::attempt::{Outcome, Usage};
 use super::classify::Failure;
-use super::http::{Answer, Decoder, MESSAGE_CHARS, Step};
+use super::http::{Answer, Decoder, Step};
 use super::sse::SseItem;
 use crate::prompt::Prompt;
 use serde_json::{Value, json};
@@ -38,14 +38,10 @@ fn usage(v: &Value) -> Option<Usage> {
     })
 }
 
+/// The error a 200 body or a stream chunk carries, if any.
 fn error_in(v: &Value) -> Option<String> {
     let e = v.get("error")?;
-    let msg = e
-        .get("message")
-        .and_then(Value::as_str)
-        .or_else(|| e.as_str())
-        .unwrap_or("error without message");
-    Some(msg.chars().take(MESSAGE_CHARS).collect())
+    Some(super::classify::provider_message(e).unwrap_or_else(|| "error without message".into()))
 }
 
 impl OpenAiDecoder {

@@ -8,7 +8,7 @@
 
 use super::attempt::{AttemptRecord, Outcome, Stage, Usage};
 use super::classify::Failure;
-use super::{Attempt, AttemptFuture, AttemptRequest, Provider};
+use super::{Attempt, AttemptFuture, AttemptRequest, Limits, Provider};
 use crate::config::Route;
 use crate::findings;
 use rand::rngs::SmallRng;
@@ -184,122 +184,108 @@ impl SimProvider {
     }
 
     async fn run(&self, req: &AttemptRequest) -> Attempt {
-        let limits = req.limits;
-        let first = limits.first_token.min(limits.total);
+        let limits = &req.limits;
         let mut record =
             AttemptRecord::new(&self.route.name, "sim", &self.route.model, limits.total);
         let quick = self.real(0.02).min(Duration::from_millis(200));
-        let timeout = |stage: Stage, reason: String| Failure {
-            outcome: Outcome::Timeout,
-            stage: Some(stage),
-            reason,
-            retry_after: None,
-        };
-        let no_token = |at: Duration| {
-            if at >= limits.total {
-                timeout(
-                    Stage::Total,
-                    format!(
-                        "no complete answer within the {} deadline",
-                        crate::config::format_duration(limits.total)
-                    ),
-                )
-            } else {
-                timeout(
-                    Stage::FirstToken,
-                    format!(
-                        "no token within {}",
-                        crate::config::format_duration(limits.first_token)
-                    ),
-                )
-            }
-        };
         let result = match self.draw(req) {
-            Draw::Hang => {
-                tokio::time::sleep(first).await;
-                record.duration = first;
-                Err(no_token(first))
-            }
+            Draw::Hang => Err(no_token(&mut record, limits).await),
             Draw::Fast503 => {
-                tokio::time::sleep(quick).await;
-                record.duration = quick;
-                record.http_status = Some(503);
-                Err(Failure::new(
+                wait(&mut record, quick, Some(503)).await;
+                let f = Failure::new(
                     Outcome::Unavailable,
                     "503 provider unavailable (sim: flaky)",
-                ))
-            }
-            Draw::RateLimited { retry_after_s } => {
-                tokio::time::sleep(quick).await;
-                record.duration = quick;
-                record.http_status = Some(429);
-                let mut f = Failure::new(Outcome::RateLimited, "429 rate limited (sim)");
-                f.retry_after = Some(Duration::from_secs_f64(
-                    retry_after_s / self.route.sim.time_scale,
-                ));
+                );
                 Err(f)
             }
-            Draw::SlowError { minutes } => {
-                let at = self.real(minutes);
-                if at > first {
-                    tokio::time::sleep(first).await;
-                    record.duration = first;
-                    Err(no_token(first))
-                } else {
-                    tokio::time::sleep(at).await;
-                    record.duration = at;
-                    record.http_status = Some(502);
-                    Err(Failure::new(
-                        Outcome::Unavailable,
-                        format!(
-                            "502 provider error after {} (sim)",
-                            crate::config::format_duration(at)
-                        ),
-                    ))
-                }
+            Draw::RateLimited { retry_after_s } => {
+                wait(&mut record, quick, Some(429)).await;
+                let mut f = Failure::new(Outcome::RateLimited, "429 rate limited (sim)");
+                let wait = retry_after_s / self.route.sim.time_scale;
+                f.retry_after = Some(Duration::from_secs_f64(wait));
+                Err(f)
             }
-            Draw::Answer { minutes } => {
-                let total = self.real(minutes);
-                let ttft = total / 4;
-                if ttft > first {
-                    tokio::time::sleep(first).await;
-                    record.duration = first;
-                    Err(no_token(first))
-                } else if total > limits.total {
-                    tokio::time::sleep(limits.total).await;
-                    record.duration = limits.total;
-                    record.ttft = Some(ttft);
-                    Err(timeout(
-                        Stage::Total,
-                        format!(
-                            "no complete answer within the {} deadline",
-                            crate::config::format_duration(limits.total)
-                        ),
-                    ))
-                } else {
-                    tokio::time::sleep(total).await;
-                    record.duration = total;
-                    record.ttft = Some(ttft);
-                    record.headers = Some(Duration::ZERO);
-                    record.http_status = Some(200);
-                    record.model_answered = Some(self.route.model.clone());
-                    let answer = heuristics::review(&req.prompt);
-                    record.bytes = answer.len() as u64;
-                    record.usage = Some(Usage {
-                        input_tokens: Some((req.prompt.chars() / 4) as u64),
-                        output_tokens: Some((answer.len() / 4) as u64),
-                        cost: None,
-                    });
-                    findings::extract(&answer, req.lines.0, req.lines.1)
-                        .map_err(|why| Failure::new(Outcome::BadResponse, why))
-                }
-            }
+            Draw::SlowError { minutes } => Err(self.slow_error(&mut record, limits, minutes).await),
+            Draw::Answer { minutes } => self.answer(&mut record, req, minutes).await,
         };
         if record.headers.is_none() && record.http_status.is_some() {
             record.headers = Some(record.duration);
         }
         super::finish(record, result, None)
     }
+
+    /// A provider error after `minutes`, unless the first-token clock runs out first.
+    async fn slow_error(
+        &self,
+        record: &mut AttemptRecord,
+        limits: &Limits,
+        minutes: f64,
+    ) -> Failure {
+        let at = self.real(minutes);
+        if at > limits.first_token.min(limits.total) {
+            return no_token(record, limits).await;
+        }
+        wait(record, at, Some(502)).await;
+        Failure::new(
+            Outcome::Unavailable,
+            format!(
+                "502 provider error after {} (sim)",
+                crate::config::format_duration(at)
+            ),
+        )
+    }
+
+    /// An answer after `minutes` (its first token after a quarter of that), within the
+    /// attempt's clocks; its findings come from the heuristics.
+    async fn answer(
+        &self,
+        record: &mut AttemptRecord,
+        req: &AttemptRequest,
+        minutes: f64,
+    ) -> Result<findings::Extracted, Failure> {
+        let limits = &req.limits;
+        let total = self.real(minutes);
+        let ttft = total / 4;
+        if ttft > limits.first_token.min(limits.total) {
+            return Err(no_token(record, limits).await);
+        }
+        record.ttft = Some(ttft);
+        if total > limits.total {
+            wait(record, limits.total, None).await;
+            return Err(Failure::timeout(Stage::Total, limits));
+        }
+        wait(record, total, Some(200)).await;
+        record.headers = Some(Duration::ZERO);
+        record.model_answered = Some(self.route.model.clone());
+        let answer = heuristics::review(&req.prompt);
+        record.bytes = answer.len() as u64;
+        record.usage = Some(Usage {
+            input_tokens: Some((req.prompt.chars() / 4) as u64),
+            output_tokens: Some((answer.len() / 4) as u64),
+            cost: None,
+        });
+        findings::extract(&answer, req.lines.0, req.lines.1)
+            .map_err(|why| Failure::new(Outcome::BadResponse, why))
+    }
+}
+
+/// Sleeps `d` (simulated work) and records it, with the HTTP status the call would end with.
+async fn wait(record: &mut AttemptRecord, d: Duration, status: Option<u16>) {
+    tokio::time::sleep(d).await;
+    record.duration = d;
+    record.http_status = status;
+}
+
+/// No token before the first-token clock (or the whole deadline, if shorter) runs out.
+async fn no_token(record: &mut AttemptRecord, limits: &Limits) -> Failure {
+    let first = limits.first_token.min(limits.total);
+    wait(record, first, None).await;
+    let stage = if first >= limits.total {
+        Stage::Total
+    } else {
+        Stage::FirstToken
+    };
+    Failure::timeout(stage, limits)
 }
 
 impl Provider for SimProvider {

@@ -142,6 +142,7 @@ impl SseReader {
     }
 
     /// Whether bytes of an unfinished line or event are pending.
+    #[cfg(test)]
     pub fn has_partial(&self) -> bool {
         !self.line.is_empty() || self.has_data || self.event.is_some()
     }

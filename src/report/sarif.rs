@@ -97,6 +97,65 @@ fn provenance(r: &Report) -> Option<Value> {
     Some(json!([d]))
 }
 
+/// One finding as a SARIF result.
+fn result(f: &super::Finding, rule_index: usize) -> Value {
+    let mut message = f.title.clone();
+    if !f.description.is_empty() {
+        message = format!("{message}: {}", f.description);
+    }
+    if let Some(s) = &f.suggestion {
+        message = format!("{message} Suggestion: {s}");
+    }
+    let (region, context) = region(f);
+    let mut location = json!({
+        "artifactLocation": {"uri": f.path, "uriBaseId": "%SRCROOT%"},
+        "region": region,
+    });
+    if let Some(c) = context {
+        location["contextRegion"] = c;
+    }
+    json!({
+        "ruleId": rule_id(&f.skill),
+        "ruleIndex": rule_index,
+        "level": level(f.severity),
+        "message": {"text": message},
+        "locations": [{"physicalLocation": location}],
+        // The finding id hashes skill, path, title and line text, not the line.
+        "partialFingerprints": {
+            "wardenFinding/v1": f.id.trim_start_matches('W'),
+        },
+        "properties": {
+            "id": f.id,
+            "severity": f.severity,
+            "confidence": f.confidence,
+            "route": f.route,
+            "model": f.model,
+        },
+    })
+}
+
+/// A unit that was not reviewed, as a tool execution notification.
+fn notification(u: &super::UnitReport, rule_index: usize) -> Value {
+    json!({
+        "level": "error",
+        "message": {"text": format!(
+            "NOT reviewed ({}): {}:{}-{} by {}: {}",
+            u.status.as_str(), u.path, u.start_line, u.end_line, u.skill, u.reason
+        )},
+        "locations": [{
+            "physicalLocation": {
+                "artifactLocation": {"uri": u.path, "uriBaseId": "%SRCROOT%"},
+                "region": {"startLine": u.start_line.max(1), "endLine": u.end_line.max(u.start_line).max(1)},
+            }
+        }],
+        "descriptor": {"id": "warden/not-reviewed"},
+        "associatedRule": {"id": rule_id(first_skill(u)), "index": rule_index},
+        "properties": {"status": u.status, "skill": u.skill, "route": u.route},
+    })
+}
+
+/// The report as one SARIF 2.1.0 run: a rule per skill, a result per finding, and a tool
+/// execution notification per unit that was not reviewed.
 pub fn render(r: &Report) -> String {
     let skills: BTreeSet<&str> = r
         .units
@@ -110,62 +169,11 @@ pub fn render(r: &Report) -> String {
     let results: Vec<Value> = r
         .findings
         .iter()
-        .map(|f| {
-            let mut message = f.title.clone();
-            if !f.description.is_empty() {
-                message = format!("{message}: {}", f.description);
-            }
-            if let Some(s) = &f.suggestion {
-                message = format!("{message} Suggestion: {s}");
-            }
-            let (region, context) = region(f);
-            let mut location = json!({
-                "artifactLocation": {"uri": f.path, "uriBaseId": "%SRCROOT%"},
-                "region": region,
-            });
-            if let Some(c) = context {
-                location["contextRegion"] = c;
-            }
-            json!({
-                "ruleId": rule_id(&f.skill),
-                "ruleIndex": rule_index(&f.skill),
-                "level": level(f.severity),
-                "message": {"text": message},
-                "locations": [{"physicalLocation": location}],
-                // The finding id hashes skill, path, title and line text, not the line.
-                "partialFingerprints": {
-                    "wardenFinding/v1": f.id.trim_start_matches('W'),
-                },
-                "properties": {
-                    "id": f.id,
-                    "severity": f.severity,
-                    "confidence": f.confidence,
-                    "route": f.route,
-                    "model": f.model,
-                },
-            })
-        })
+        .map(|f| result(f, rule_index(&f.skill)))
         .collect();
     let notifications: Vec<Value> = r
         .not_reviewed()
-        .map(|u| {
-            json!({
-                "level": "error",
-                "message": {"text": format!(
-                    "NOT reviewed ({}): {}:{}-{} by {}: {}",
-                    u.status.as_str(), u.path, u.start_line, u.end_line, u.skill, u.reason
-                )},
-                "locations": [{
-                    "physicalLocation": {
-                        "artifactLocation": {"uri": u.path, "uriBaseId": "%SRCROOT%"},
-                        "region": {"startLine": u.start_line.max(1), "endLine": u.end_line.max(u.start_line).max(1)},
-                    }
-                }],
-                "descriptor": {"id": "warden/not-reviewed"},
-                "associatedRule": {"id": rule_id(first_skill(u)), "index": rule_index(first_skill(u))},
-                "properties": {"status": u.status, "skill": u.skill, "route": u.route},
-            })
-        })
+        .map(|u| notification(u, rule_index(first_skill(u))))
         .collect();
     let mut run = json!({
         "tool": {"driver": {

@@ -72,6 +72,16 @@ fn body(r: &Report, shown: usize) -> String {
         let line = crate::trust::skills_line(&r.skills, r.trust.as_ref());
         let _ = writeln!(out, "**Skills:** {}\n", cell(&line));
     }
+    findings(&mut out, r, shown);
+    coverage(&mut out, r);
+    if !r.route_order.is_empty() {
+        let _ = write!(out, "### Routes\n\n{}", route_table(r));
+    }
+    out
+}
+
+/// The findings table (its first `shown` rows) and what was cut to fit.
+fn findings(out: &mut String, r: &Report, shown: usize) {
     if !r.findings.is_empty() {
         let _ = writeln!(
             out,
@@ -98,6 +108,11 @@ fn body(r: &Report, shown: usize) -> String {
             );
         }
     }
+}
+
+/// Units by status, and the ones NOT reviewed by location.
+fn coverage(out: &mut String, r: &Report) {
+    let s = &r.summary;
     let _ = writeln!(out, "### Coverage\n\n| status | units |\n|---|---|");
     for (st, n) in [
         (UnitStatus::Reviewed, s.reviewed),
@@ -129,10 +144,6 @@ fn body(r: &Report, shown: usize) -> String {
         }
         let _ = writeln!(out, "\n</details>\n");
     }
-    if !r.route_order.is_empty() {
-        let _ = write!(out, "### Routes\n\n{}", route_table(r));
-    }
-    out
 }
 
 /// Per-route figures as a Markdown table (also folded into the PR comment).

@@ -33,6 +33,8 @@ fn severity_label(s: Severity) -> String {
     }
 }
 
+/// The report for people: findings by file, a banner for what was not reviewed, the
+/// route table, then where config came from and the outcome line.
 pub fn render(r: &Report) -> String {
     let mut out = String::new();
     let _ = writeln!(
@@ -42,7 +44,15 @@ pub fn render(r: &Report) -> String {
         escape::inline(&r.target)
     );
     let _ = writeln!(out);
+    findings(&mut out, r);
+    not_reviewed(&mut out, r);
+    routes(&mut out, r);
+    footer(&mut out, r);
+    out
+}
 
+/// Findings grouped by file, or what a report without findings means.
+fn findings(out: &mut String, r: &Report) {
     if r.findings.is_empty() {
         if r.outcome == ReviewOutcome::Complete {
             let _ = writeln!(
@@ -91,15 +101,18 @@ pub fn render(r: &Report) -> String {
                     ))
                     .dim()
                 );
-                indented(&mut out, "", &f.description);
+                indented(out, "", &f.description);
                 if let Some(s) = &f.suggestion {
-                    indented(&mut out, "suggestion: ", s);
+                    indented(out, "suggestion: ", s);
                 }
             }
             let _ = writeln!(out);
         }
     }
+}
 
+/// The banner that cannot be missed, whenever units (or shards) were not reviewed.
+fn not_reviewed(out: &mut String, r: &Report) {
     let missing: Vec<_> = r.not_reviewed().collect();
     // A merged report's missing shards: their units are not in `units` at all.
     let unmerged: usize = r.missing_shards.iter().map(|m| m.units).sum();
@@ -151,7 +164,10 @@ pub fn render(r: &Report) -> String {
         }
         let _ = writeln!(out);
     }
+}
 
+/// The route table (a renderer's table: one row per route).
+fn routes(out: &mut String, r: &Report) {
     if !r.route_order.is_empty() {
         let _ = writeln!(out, "{}", style("Routes").bold());
         let _ = writeln!(
@@ -196,7 +212,10 @@ pub fn render(r: &Report) -> String {
         }
         let _ = writeln!(out);
     }
+}
 
+/// Verification, skipped files, trust, skills, cache, and the outcome line.
+fn footer(out: &mut String, r: &Report) {
     if let Some(v) = &r.verification {
         let shed = v.units - v.completed;
         let _ = writeln!(
@@ -222,29 +241,7 @@ pub fn render(r: &Report) -> String {
             r.skipped_files.len()
         );
     }
-    if let Some(line) = r.trust.as_ref().and_then(|t| t.line()) {
-        let touched = r
-            .trust
-            .as_ref()
-            .is_some_and(|t| !t.changed_by_review.is_empty());
-        let line = format!("Trust: {}", escape::inline(&line));
-        let _ = writeln!(
-            out,
-            "{}",
-            if touched {
-                style(line).yellow()
-            } else {
-                style(line)
-            }
-        );
-    }
-    if !r.skills.is_empty() {
-        let _ = writeln!(
-            out,
-            "Skills: {}",
-            escape::inline(&crate::trust::skills_line(&r.skills, r.trust.as_ref()))
-        );
-    }
+    provenance(out, r);
     let s = &r.summary;
     if s.from_cache > 0 {
         let _ = writeln!(
@@ -275,5 +272,31 @@ pub fn render(r: &Report) -> String {
             ""
         }
     );
-    out
+}
+
+/// Where config and skills came from (the trust model), one escaped line each.
+fn provenance(out: &mut String, r: &Report) {
+    if let Some(line) = r.trust.as_ref().and_then(|t| t.line()) {
+        let touched = r
+            .trust
+            .as_ref()
+            .is_some_and(|t| !t.changed_by_review.is_empty());
+        let line = format!("Trust: {}", escape::inline(&line));
+        let _ = writeln!(
+            out,
+            "{}",
+            if touched {
+                style(line).yellow()
+            } else {
+                style(line)
+            }
+        );
+    }
+    if !r.skills.is_empty() {
+        let _ = writeln!(
+            out,
+            "Skills: {}",
+            escape::inline(&crate::trust::skills_line(&r.skills, r.trust.as_ref()))
+        );
+    }
 }

@@ -152,45 +152,13 @@ impl Layout {
 
     fn event(&mut self, ts: Duration, e: &Event, end: Duration) {
         match e {
-            Event::ReviewStarted(info) => {
-                self.hunk_budget = info.hunk_budget;
-                let args = json!({"target": info.target, "units": info.units,
-                    "reviewBudgetMs": ms(info.review_budget), "hunkBudgetMs": ms(info.hunk_budget),
-                    "requestTimeoutMs": ms(info.request_timeout)});
-                self.review = Some((ts, args));
-                self.out.push(slice(
-                    format!("review budget {}ms", ms(info.review_budget)),
-                    "budget",
-                    ts,
-                    ts + info.review_budget,
-                    REVIEW_PID,
-                    2,
-                    json!({"budgetMs": ms(info.review_budget)}),
-                ));
-            }
+            Event::ReviewStarted(info) => self.review_started(ts, info),
             Event::PassStarted {
                 pass,
                 budget,
                 routes,
                 units,
-            } => {
-                for r in routes {
-                    let pid = self.route_pid(&r.name);
-                    let i = (pid - ROUTE_PID) as usize;
-                    self.routes[i].1 = self.routes[i].1.max(r.max_concurrency);
-                }
-                if *pass == Pass::Verification {
-                    self.out.push(slice(
-                        format!("verification budget {}ms", ms(*budget)),
-                        "budget",
-                        ts,
-                        ts + *budget,
-                        REVIEW_PID,
-                        3,
-                        json!({"budgetMs": ms(*budget), "units": units}),
-                    ));
-                }
-            }
+            } => self.pass_started(ts, *pass, *budget, routes, *units),
             Event::UnitQueued { unit, info } => {
                 let l = &info.labels;
                 self.labels.insert(
@@ -198,92 +166,15 @@ impl Layout {
                     format!("{} {}:{}-{}", l.skill, l.path, info.lines.0, info.lines.1),
                 );
             }
-            Event::RouteSkipped {
-                unit,
-                route,
-                breaker,
-            } => self.unit_instant(
-                format!("{route} skipped (breaker {})", breaker.as_str()),
-                ts,
-                *unit,
-                json!({"route": route, "breaker": breaker.as_str()}),
-            ),
-            Event::AttemptStarted {
-                unit,
-                attempt,
-                route,
-                provider,
-                model,
-                reason,
-                deadline,
-                hunk_remaining,
-                review_remaining,
-                breaker,
-                probe,
-            } => {
-                self.unit_start.entry(*unit).or_insert(ts);
-                let (kind, detail) = reason.describe();
-                let args = json!({
-                    "unit": unit, "attempt": attempt, "route": route, "provider": provider,
-                    "model": model, "reason": kind, "reasonDetail": detail,
-                    "deadlineMs": ms(*deadline), "hunkRemainingMs": ms(*hunk_remaining),
-                    "reviewRemainingMs": ms(*review_remaining),
-                    "breaker": breaker.as_str(), "probe": probe,
-                });
-                self.route_pid(route);
-                let slot = self.slots.take(route);
-                self.open
-                    .insert((*unit, *attempt), (route.clone(), slot, ts, args));
-            }
+            Event::AttemptStarted { .. } => self.attempt_started(ts, e),
             Event::AttemptFinished {
                 unit,
                 attempt,
                 record,
-            } => {
-                let Some((route, slot, started, mut args)) = self.open.remove(&(*unit, *attempt))
-                else {
-                    return;
-                };
-                self.slots.free(&route, slot);
-                args["outcome"] = json!(record.outcome.as_str());
-                args["stage"] = json!(record.stage.map(|s| s.as_str()));
-                args["httpStatus"] = json!(record.http_status);
-                args["ttftMs"] = json!(record.ttft.map(ms));
-                args["outcomeReason"] = json!(record.reason);
-                let name = format!("{} · {}", self.label(*unit), record.outcome.as_str());
-                let pid = self.route_pid(&route);
-                self.out.push(slice(
-                    name,
-                    "attempt",
-                    started,
-                    ts,
-                    pid,
-                    slot as u64 + 1,
-                    args,
-                ));
+            } => self.attempt_finished(ts, *unit, *attempt, record),
+            Event::RouteSkipped { .. } | Event::Retry { .. } | Event::Failover { .. } => {
+                self.unit_notice(ts, e)
             }
-            Event::Retry {
-                unit,
-                route,
-                reason,
-                wait,
-            } => self.unit_instant(
-                format!("retry on {route} (wait {}ms)", ms(*wait)),
-                ts,
-                *unit,
-                json!({"route": route, "reason": reason, "waitMs": ms(*wait)}),
-            ),
-            Event::Failover {
-                unit,
-                from,
-                to,
-                reason,
-            } => self.unit_instant(
-                format!("failover {from} → {to}"),
-                ts,
-                *unit,
-                json!({"from": from, "to": to, "reason": reason}),
-            ),
             Event::Breaker {
                 route,
                 from,
@@ -317,6 +208,150 @@ impl Layout {
             }
             Event::Tick { .. } => {}
         }
+    }
+
+    /// A decision about one unit, as an instant on its track: a route passed over, a
+    /// retry, a failover.
+    fn unit_notice(&mut self, ts: Duration, e: &Event) {
+        match e {
+            Event::RouteSkipped {
+                unit,
+                route,
+                breaker,
+            } => self.unit_instant(
+                format!("{route} skipped (breaker {})", breaker.as_str()),
+                ts,
+                *unit,
+                json!({"route": route, "breaker": breaker.as_str()}),
+            ),
+            Event::Retry {
+                unit,
+                route,
+                reason,
+                wait,
+            } => self.unit_instant(
+                format!("retry on {route} (wait {}ms)", ms(*wait)),
+                ts,
+                *unit,
+                json!({"route": route, "reason": reason, "waitMs": ms(*wait)}),
+            ),
+            Event::Failover {
+                unit,
+                from,
+                to,
+                reason,
+            } => self.unit_instant(
+                format!("failover {from} → {to}"),
+                ts,
+                *unit,
+                json!({"from": from, "to": to, "reason": reason}),
+            ),
+            _ => {}
+        }
+    }
+
+    fn review_started(&mut self, ts: Duration, info: &crate::engine::ReviewInfo) {
+        self.hunk_budget = info.hunk_budget;
+        let args = json!({"target": info.target, "units": info.units,
+                    "reviewBudgetMs": ms(info.review_budget), "hunkBudgetMs": ms(info.hunk_budget),
+                    "requestTimeoutMs": ms(info.request_timeout)});
+        self.review = Some((ts, args));
+        self.out.push(slice(
+            format!("review budget {}ms", ms(info.review_budget)),
+            "budget",
+            ts,
+            ts + info.review_budget,
+            REVIEW_PID,
+            2,
+            json!({"budgetMs": ms(info.review_budget)}),
+        ));
+    }
+
+    fn pass_started(
+        &mut self,
+        ts: Duration,
+        pass: Pass,
+        budget: Duration,
+        routes: &[crate::engine::RouteInfo],
+        units: usize,
+    ) {
+        for r in routes {
+            let pid = self.route_pid(&r.name);
+            let i = (pid - ROUTE_PID) as usize;
+            self.routes[i].1 = self.routes[i].1.max(r.max_concurrency);
+        }
+        if pass == Pass::Verification {
+            self.out.push(slice(
+                format!("verification budget {}ms", ms(budget)),
+                "budget",
+                ts,
+                ts + budget,
+                REVIEW_PID,
+                3,
+                json!({"budgetMs": ms(budget), "units": units}),
+            ));
+        }
+    }
+
+    fn attempt_started(&mut self, ts: Duration, e: &Event) {
+        let Event::AttemptStarted {
+            unit,
+            attempt,
+            route,
+            provider,
+            model,
+            reason,
+            deadline,
+            hunk_remaining,
+            review_remaining,
+            breaker,
+            probe,
+        } = e
+        else {
+            return;
+        };
+        self.unit_start.entry(*unit).or_insert(ts);
+        let (kind, detail) = reason.describe();
+        let args = json!({
+            "unit": unit, "attempt": attempt, "route": route, "provider": provider,
+            "model": model, "reason": kind, "reasonDetail": detail,
+            "deadlineMs": ms(*deadline), "hunkRemainingMs": ms(*hunk_remaining),
+            "reviewRemainingMs": ms(*review_remaining),
+            "breaker": breaker.as_str(), "probe": probe,
+        });
+        self.route_pid(route);
+        let slot = self.slots.take(route);
+        self.open
+            .insert((*unit, *attempt), (route.clone(), slot, ts, args));
+    }
+
+    fn attempt_finished(
+        &mut self,
+        ts: Duration,
+        unit: usize,
+        attempt: u32,
+        record: &crate::provider::AttemptRecord,
+    ) {
+        let Some((route, slot, started, mut args)) = self.open.remove(&(unit, attempt)) else {
+            return;
+        };
+        self.slots.free(&route, slot);
+        args["outcome"] = json!(record.outcome.as_str());
+        args["stage"] = json!(record.stage.map(|s| s.as_str()));
+        args["httpStatus"] = json!(record.http_status);
+        args["ttftMs"] = json!(record.ttft.map(ms));
+        args["outcomeReason"] = json!(record.reason);
+        let name = format!("{} · {}", self.label(unit), record.outcome.as_str());
+        let pid = self.route_pid(&route);
+        self.out.push(slice(
+            name,
+            "attempt",
+            started,
+            ts,
+            pid,
+            slot as u64 + 1,
+            args,
+        ));
     }
 
     /// The unit's life and its hunk budget, from the same start: whichever is longer
