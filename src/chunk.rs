@@ -7,45 +7,61 @@ use crate::config::{ChunkMode, Chunking};
 use crate::diff::{FileChange, Line, LineKind};
 use serde::Serialize;
 
+/// What a chunk line is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ChunkLineKind {
+    /// Unchanged.
     Context,
+    /// Added on the new side.
     Added,
+    /// Removed from the old side.
     Removed,
     /// Unchanged lines between two coalesced hunks that could not be read (patch input).
     Elided,
 }
 
+/// One line of a chunk as the model sees it.
 #[derive(Debug, Clone)]
 pub struct ChunkLine {
+    /// What it is.
     pub kind: ChunkLineKind,
+    /// Its old-side number, if it has one.
     pub old_no: Option<u32>,
+    /// Its new-side number, if it has one.
     pub new_no: Option<u32>,
     /// For `Elided`: a note such as "12 unchanged lines".
     pub text: String,
 }
 
+/// A reviewable piece of one file: one or more (coalesced or split) hunks with context.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Chunk {
     /// New-file lines the diff lines of this chunk cover (findings must fall inside).
     pub start_line: u32,
+    /// Last new-file line the chunk's diff lines cover.
     pub end_line: u32,
+    /// Added lines in it.
     pub added: usize,
+    /// Removed lines in it.
     pub removed: usize,
     /// How many hunks (or hunk pieces) were coalesced into it.
     pub hunks: usize,
     /// Part of a hunk that was split at `maxChunkSize`.
     pub split: bool,
+    /// Its diff lines (and elided gaps), in order.
     #[serde(skip)]
     pub lines: Vec<ChunkLine>,
+    /// New-side lines before the first diff line (number, text).
     #[serde(skip)]
     pub context_before: Vec<(u32, String)>,
+    /// New-side lines after the last diff line.
     #[serde(skip)]
     pub context_after: Vec<(u32, String)>,
 }
 
 impl Chunk {
+    /// Only removals: optional work, shed first.
     pub fn deletion_only(&self) -> bool {
         self.added == 0 && self.removed > 0
     }

@@ -15,15 +15,24 @@ pub enum Error {
     /// A config file that does not parse or does not validate.
     #[error("{path}:{line}:{column}: {message}")]
     Config {
+        /// The config file.
         path: PathBuf,
+        /// 1-based line of the value at fault.
         line: usize,
+        /// 1-based column (in characters).
         column: usize,
+        /// What is wrong and what to write instead.
         message: String,
     },
 
     /// A config problem that has no single position (a missing file, a missing key).
     #[error("{path}: {message}")]
-    ConfigFile { path: PathBuf, message: String },
+    ConfigFile {
+        /// The config file.
+        path: PathBuf,
+        /// What is wrong and what to do.
+        message: String,
+    },
 
     /// A git operation failed: not a repository, unknown ref, unreadable object.
     #[error("{0}")]
@@ -32,24 +41,42 @@ pub enum Error {
     /// A `--diff` input that is not a unified diff.
     #[error("{source_name}:{line}: {message}")]
     Patch {
+        /// The file name given to `--diff`, or `stdin`.
         source_name: String,
+        /// 1-based line at fault.
         line: usize,
+        /// What is wrong there.
         message: String,
     },
 
     /// A skill file that cannot be loaded.
     #[error("{path}: {message}")]
-    Skill { path: PathBuf, message: String },
+    Skill {
+        /// The skill file, as shown to people.
+        path: PathBuf,
+        /// What is wrong with it.
+        message: String,
+    },
 
     /// A shard report `warden merge` cannot use (not JSON, another schema, another plan).
     #[error("{path}: {message}")]
-    Merge { path: PathBuf, message: String },
+    Merge {
+        /// The report file.
+        path: PathBuf,
+        /// Why it cannot be merged.
+        message: String,
+    },
 
     /// A route's API key variable is not set.
     #[error(
         "route `{route}`: the environment variable {var} is not set: export it with your API key (warden reads keys only from the variable a route names in apiKeyEnv), or try the built-in simulator with a route `provider = \"sim\"`"
     )]
-    MissingKey { route: String, var: String },
+    MissingKey {
+        /// The route's name.
+        route: String,
+        /// The variable it names in `apiKeyEnv`.
+        var: String,
+    },
 
     /// The result cache cannot be used (only `warden cache` fails on this; a review warns
     /// and goes on without it).
@@ -58,12 +85,19 @@ pub enum Error {
 
     /// A route whose client cannot be set up (its TLS trust roots, for one).
     #[error("route `{route}`: {message}")]
-    Route { route: String, message: String },
+    Route {
+        /// The route's name.
+        route: String,
+        /// What is wrong with it.
+        message: String,
+    },
 
     /// Reading or writing a file failed.
     #[error("{path}: {source}")]
     Io {
+        /// The file (or `<stdout>`, `<stdin>`).
         path: PathBuf,
+        /// The operating system's error.
         #[source]
         source: std::io::Error,
     },
@@ -88,4 +122,5 @@ impl Error {
     }
 }
 
+/// The library's result type.
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -9,12 +9,19 @@ use serde_json::Value;
 /// One finding as the model reported it, validated.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ModelFinding {
+    /// How bad.
     pub severity: Severity,
+    /// How sure the model is (medium when it did not say).
     pub confidence: Confidence,
+    /// A short summary.
     pub title: String,
+    /// What goes wrong and why.
     pub description: String,
+    /// New-file line it starts on (inside the chunk).
     pub line: u32,
+    /// New-file line it ends on (clamped to the chunk).
     pub end_line: u32,
+    /// A fix in words, when the model gave one.
     pub suggestion: Option<String>,
     /// The exact new text of lines `line..=end_line` that would fix the problem.
     pub replacement: Option<String>,
@@ -25,6 +32,7 @@ pub struct ModelFinding {
 /// What was extracted from one answer.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Extracted {
+    /// The valid findings inside the chunk's lines.
     pub findings: Vec<ModelFinding>,
     /// Findings whose lines fall outside the chunk.
     pub dropped_out_of_range: usize,

@@ -1,3 +1,4 @@
+#![warn(missing_docs)]
 //! warden: an AI code-review runner that finishes inside its budget, fails over to
 //! healthy routes, and reports honestly what was and was not reviewed.
 //!

@@ -16,7 +16,9 @@ pub const FORMAT_VERSION: u32 = 1;
 /// The two messages sent for one unit.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Prompt {
+    /// The system message: who warden is, the skill's instructions, the answer contract.
     pub system: String,
+    /// The user message: the file and the chunk, fenced as data.
     pub user: String,
 }
 
@@ -34,8 +36,11 @@ Rules: `line` and `endLine` are new-file line numbers inside the lines under rev
 
 /// The file-level facts a prompt needs.
 pub struct FileFacts<'a> {
+    /// The file.
     pub path: &'a RepoPath,
+    /// Its old path (renames, copies).
     pub old_path: Option<&'a RepoPath>,
+    /// How it changed.
     pub status: ChangeStatus,
     /// Other changed files in the review, for orientation (already capped by the caller).
     pub other_files: &'a [String],

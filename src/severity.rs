@@ -9,10 +9,15 @@ use std::str::FromStr;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Severity {
+    /// Worth knowing; no action needed.
     Info,
+    /// Minor.
     Low,
+    /// Should be fixed.
     Medium,
+    /// Must be fixed before merging.
     High,
+    /// Exploitable or data-losing now.
     Critical,
 }
 
@@ -20,19 +25,26 @@ pub enum Severity {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Confidence {
+    /// A guess.
     Low,
+    /// Likely.
     Medium,
+    /// Near certain.
     High,
 }
 
 /// `failOn`: a severity, or `off` (never fail on findings).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FailOn {
+    /// Never fail on findings.
     Off,
+    /// Fail on a finding at or above this severity.
     At(Severity),
 }
 
+/// The severities, as messages list them.
 pub const SEVERITY_NAMES: &str = "critical, high, medium, low, info";
+/// The confidence levels, as messages list them.
 pub const CONFIDENCE_NAMES: &str = "high, medium, low";
 
 impl FromStr for Severity {
@@ -78,6 +90,7 @@ impl FromStr for Confidence {
 }
 
 impl Severity {
+    /// The severity as config and reports spell it.
     pub fn as_str(self) -> &'static str {
         match self {
             Severity::Critical => "critical",

@@ -14,7 +14,9 @@ use std::str::FromStr;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Shard {
+    /// This shard, 1-based.
     pub index: usize,
+    /// How many shards split the plan.
     pub count: usize,
     /// Units of the whole (unsharded) plan.
     #[serde(default)]

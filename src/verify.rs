@@ -15,7 +15,9 @@ use std::collections::BTreeMap;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Verdict {
+    /// The verification kept it.
     Confirmed,
+    /// The verification dropped it as a false positive (removed from the report).
     Rejected,
     /// The verification unit did not complete (shed, timed out, failed, ...).
     Unverified,
@@ -25,12 +27,17 @@ pub enum Verdict {
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "camelCase")]
 pub struct Summary {
+    /// Verification units (one per reviewed unit with findings).
     pub units: usize,
+    /// Units whose verification finished.
     pub completed: usize,
     /// Verification units by final status (shed ones are `skipped`).
     pub by_status: BTreeMap<String, usize>,
+    /// Findings confirmed.
     pub confirmed: usize,
+    /// Findings rejected (removed).
     pub rejected: usize,
+    /// Findings kept without a verdict (their unit did not complete).
     pub unverified: usize,
 }
 
@@ -40,7 +47,9 @@ pub type Verdicts = BTreeMap<(usize, usize), Verdict>;
 /// The pass as the report needs it.
 #[derive(Debug, Clone)]
 pub struct Pass {
+    /// Verdicts of the findings kept, by (review unit, finding index).
     pub verdicts: Verdicts,
+    /// What the pass did.
     pub summary: Summary,
     /// The engine's report of the pass (its attempts count in the route figures).
     pub engine: EngineReport,

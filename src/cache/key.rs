@@ -23,6 +23,7 @@ const KEY_FORMAT: u32 = 1;
 pub struct Key(String);
 
 impl Key {
+    /// The key as 64 hex digits.
     pub fn as_str(&self) -> &str {
         &self.0
     }
@@ -44,10 +45,12 @@ impl std::fmt::Display for Key {
 pub struct UnitMaterial<'a> {
     /// The system prompt exactly as sent.
     pub system: &'a str,
+    /// The file's path in the repository.
     pub path: &'a str,
     /// The prompt's file header: the path and what happened to the file ("modified",
     /// "new file", "renamed from X"), without line numbers or other files.
     pub header: &'a str,
+    /// The chunk reviewed (its lines and context).
     pub chunk: &'a Chunk,
 }
 

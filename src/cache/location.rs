@@ -10,10 +10,15 @@ pub const ENV_DIR: &str = "WARDEN_CACHE_DIR";
 /// What decides the directory, gathered so the choice is a pure function.
 #[derive(Debug, Default, Clone)]
 pub struct Sources {
+    /// `--cache-dir`.
     pub flag: Option<PathBuf>,
+    /// `WARDEN_CACHE_DIR`.
     pub env: Option<OsString>,
+    /// `[cache] dir` (relative to the repository root).
     pub config: Option<PathBuf>,
+    /// `XDG_CACHE_HOME`.
     pub xdg_cache_home: Option<OsString>,
+    /// The home directory (for `~/.cache`).
     pub home: Option<PathBuf>,
 }
 

@@ -43,9 +43,11 @@ struct State {
 
 /// How the review command asks for the cache.
 pub struct Request<'a> {
+    /// `[cache]` from the config.
     pub settings: &'a CacheSettings,
     /// `--no-cache`.
     pub disabled: bool,
+    /// What decides the directory.
     pub sources: location::Sources,
 }
 
@@ -95,6 +97,7 @@ impl Cache {
         }
     }
 
+    /// A cache over `store`; `warn` is told once when a store fault turns it off.
     pub fn new(store: Box<dyn Store>, warn: Warn) -> Cache {
         Cache {
             store,

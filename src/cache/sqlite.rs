@@ -32,7 +32,9 @@ CREATE INDEX IF NOT EXISTS entries_created_at ON entries(created_at);
 /// How large and old the store may grow, and how long it waits for another process's lock.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
+    /// Bytes of stored answers before the least recently used go.
     pub max_size: u64,
+    /// Answers older than this are misses and are removed.
     pub max_age: Duration,
     /// Bounded wait for a lock held by another process; then the operation gives up.
     pub busy: Duration,
@@ -53,18 +55,25 @@ impl Default for Limits {
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Stats {
+    /// The database file.
     pub path: PathBuf,
+    /// Stored answers.
     pub entries: u64,
     /// Bytes of stored answers (what maxSize limits).
     pub bytes: u64,
     /// Bytes on disk: the database and its write-ahead log.
     pub file_bytes: u64,
+    /// The oldest answer's time, Unix milliseconds.
     pub oldest_ms: Option<u64>,
+    /// The newest answer's time, Unix milliseconds.
     pub newest_ms: Option<u64>,
+    /// The configured size limit, bytes.
     pub max_size: u64,
+    /// The configured age limit, seconds.
     pub max_age_secs: u64,
 }
 
+/// The local cache level: one SQLite database (WAL) in the cache directory.
 pub struct SqliteStore {
     path: PathBuf,
     conn: Mutex<Connection>,
@@ -159,6 +168,7 @@ impl SqliteStore {
         }
     }
 
+    /// The database file.
     pub fn path(&self) -> &Path {
         &self.path
     }
@@ -179,6 +189,7 @@ impl SqliteStore {
         ms_i64(now.saturating_sub(self.limits.max_age.as_millis() as u64))
     }
 
+    /// What `warden cache stats` shows.
     pub fn stats(&self) -> Result<Stats, StoreError> {
         let conn = self.conn.lock().expect("cache connection lock");
         let (entries, bytes, oldest, newest): (i64, i64, Option<i64>, Option<i64>) = conn

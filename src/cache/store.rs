@@ -9,12 +9,14 @@ use std::path::PathBuf;
 /// bytes no longer match (a bad disk, a torn write, a hand edit) is a miss, never data.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Blob {
+    /// The stored bytes.
     pub value: Vec<u8>,
     /// SHA-256 of `value`, hex.
     pub checksum: String,
 }
 
 impl Blob {
+    /// Seals `value` with its checksum.
     pub fn seal(value: Vec<u8>) -> Blob {
         let checksum = hex(&Sha256::digest(&value));
         Blob { value, checksum }
@@ -33,22 +35,45 @@ pub enum StoreError {
     /// The database file is damaged; it was moved aside (if it could be).
     #[error("{}: the cache database is corrupt ({detail}); {}", path.display(), moved(moved_to))]
     Corrupt {
+        /// The database file.
         path: PathBuf,
+        /// What the database reported.
         detail: String,
+        /// Where it was moved aside, if it could be.
         moved_to: Option<PathBuf>,
     },
     /// Another process holds the database longer than the store waits.
     #[error("{}: the cache database is locked by another process ({detail})", path.display())]
-    Locked { path: PathBuf, detail: String },
+    Locked {
+        /// The database file.
+        path: PathBuf,
+        /// What the database reported.
+        detail: String,
+    },
     /// The directory or file cannot be created or written.
     #[error("{}: cannot use the cache directory ({detail}): point --cache-dir or WARDEN_CACHE_DIR at a writable directory", path.display())]
-    Unwritable { path: PathBuf, detail: String },
+    Unwritable {
+        /// The directory or file.
+        path: PathBuf,
+        /// What the operating system reported.
+        detail: String,
+    },
     /// The file is a cache of another (newer) warden.
     #[error("{}: the cache was written by another version of warden (format {found}); run `warden cache clear` or use another --cache-dir", path.display())]
-    Incompatible { path: PathBuf, found: i64 },
+    Incompatible {
+        /// The database file.
+        path: PathBuf,
+        /// The format it has.
+        found: i64,
+    },
     /// Anything else the database reported.
     #[error("{}: {detail}", path.display())]
-    Other { path: PathBuf, detail: String },
+    Other {
+        /// The database file.
+        path: PathBuf,
+        /// What the database reported.
+        detail: String,
+    },
 }
 
 fn moved(to: &Option<PathBuf>) -> String {

@@ -10,17 +10,20 @@ use serde::{Deserialize, Serialize};
 /// Bumped when the stored shape changes; other formats decode as a miss.
 const VALUE_FORMAT: u32 = 1;
 
+/// A reviewed unit's answer as the cache keeps it: enough to answer the unit again without a request.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Answer {
     format: u32,
     /// The route's name when it answered (names may change; the key does not use them).
     pub route: String,
+    /// The provider kind that answered (`openai`, `anthropic`, …).
     pub provider: String,
     /// The model that answered (as the provider reported it, when it did).
     pub model: String,
     /// When the model answered, Unix milliseconds.
     pub cached_at: u64,
+    /// The answer's findings, lines relative to the chunk.
     pub findings: Vec<StoredFinding>,
     /// Findings the answer had that were dropped (outside the chunk, invalid).
     pub dropped: usize,
@@ -43,10 +46,13 @@ pub struct StoredFinding {
     skill: Option<String>,
 }
 
+/// A completed verification verdict, kept with the answer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum StoredVerdict {
+    /// The finding held.
     Confirmed,
+    /// The finding was a false positive.
     Rejected,
 }
 
@@ -63,9 +69,13 @@ impl StoredVerdict {
 
 /// Who answered, for [`Answer::new`].
 pub struct Producer<'a> {
+    /// The route's name.
     pub route: &'a str,
+    /// Its provider kind.
     pub provider: &'a str,
+    /// The model that answered.
     pub model: &'a str,
+    /// When, Unix milliseconds.
     pub at: u64,
 }
 
@@ -97,6 +107,7 @@ impl Answer {
         }
     }
 
+    /// The answer as stored bytes (JSON).
     pub fn to_bytes(&self) -> Vec<u8> {
         serde_json::to_vec(self).expect("answers serialize")
     }

@@ -110,8 +110,11 @@ pub enum Beside<'a> {
     /// A commit: `read` gives a repository path's bytes (None when absent), `dir` is the
     /// config's directory in it, `shown` names a path for messages.
     Commit {
+        /// The config's directory in the commit.
         dir: String,
+        /// A repository path's bytes in the commit (None when absent).
         read: &'a dyn Fn(&str) -> Result<Option<Vec<u8>>>,
+        /// How a repository path is named in messages.
         shown: &'a dyn Fn(&str) -> PathBuf,
     },
 }

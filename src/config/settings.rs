@@ -7,20 +7,28 @@ use crate::severity::{Confidence, FailOn, Severity};
 use std::path::PathBuf;
 use std::time::Duration;
 
+/// The validated configuration every other module works with: thresholds, scan and chunking limits, skills, execution budgets and routes. Built from `warden.toml` by `resolve.rs`, then adjusted by command-line [`super::Overrides`].
 #[derive(Debug, Clone)]
 pub struct Settings {
     /// The file the settings came from (None: built-in defaults).
     pub config_path: Option<PathBuf>,
+    /// The default `failOn` (a skill may set its own).
     pub fail_on: FailOn,
+    /// The default `reportOn`.
     pub report_on: Severity,
+    /// The default `minConfidence`.
     pub min_confidence: Confidence,
+    /// The default `maxFindings` per skill.
     pub max_findings: Option<usize>,
     /// `defaults.ignorePaths` plus `defaults.ignore.paths`, in that order.
     pub ignore: PathRules,
+    /// `defaultBranch`: the base of a clean tree's review.
     pub default_branch: Option<String>,
     /// `[defaults.verification] enabled`: optional second pass, shed first on low budget.
     pub verification: bool,
+    /// `[defaults.scan]` caps.
     pub scan: ScanLimits,
+    /// `[defaults.chunking]`.
     pub chunking: Chunking,
     /// `[[skills]]` entries in file order; empty means "the triggers' skills, else the
     /// default skills".
@@ -31,6 +39,7 @@ pub struct Settings {
     pub inline_skills: Vec<InlineSkill>,
     /// `[defaults.filters] paths`: files every skill without its own `paths` reviews.
     pub default_paths: Option<PathRules>,
+    /// `[execution]`: budgets, attempts, breakers.
     pub execution: Execution,
     /// Failover order = file order.
     pub routes: Vec<Route>,
@@ -44,6 +53,7 @@ pub struct Settings {
 /// top by the review command.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CacheSettings {
+    /// `[cache] enabled` (`--no-cache` turns it off for one run).
     pub enabled: bool,
     /// `[cache] dir`, made absolute against the config file's directory.
     pub dir: Option<PathBuf>,
@@ -64,51 +74,77 @@ impl Default for CacheSettings {
     }
 }
 
+/// `[defaults.scan]`: files past these caps are skipped with a reason.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ScanLimits {
+    /// Files reviewed at most (most relevant first).
     pub max_files: usize,
+    /// Changed lines reviewed at most.
     pub max_changed_lines: usize,
+    /// A file larger than this is skipped.
     pub max_file_bytes: u64,
+    /// A file longer than this is skipped.
     pub max_file_lines: usize,
 }
 
+/// How a file is cut into chunks (`[defaults.chunking] filePatterns`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ChunkMode {
+    /// Hunks, coalesced and split to fit.
     PerHunk,
+    /// The whole new file as context.
     WholeFile,
+    /// Not reviewed.
     Skip,
 }
 
+/// One `filePatterns` entry.
 #[derive(Debug, Clone)]
 pub struct FilePattern {
+    /// The glob as written.
     pub pattern: String,
+    /// The glob, compiled.
     pub rules: PathRules,
+    /// The mode of matching files.
     pub mode: ChunkMode,
 }
 
+/// `[defaults.chunking]`: how files become chunks.
 #[derive(Debug, Clone)]
 pub struct Chunking {
     /// First match wins.
     pub file_patterns: Vec<FilePattern>,
+    /// Merge neighbouring hunks.
     pub coalesce: bool,
+    /// Hunks at most this many lines apart are merged.
     pub max_gap_lines: u32,
+    /// A chunk's size cap (bytes of its rendered lines).
     pub max_chunk_size: usize,
+    /// New-side lines around each chunk.
     pub context_lines: u32,
+    /// Other changed files named in a prompt, at most.
     pub max_context_files: usize,
     /// The mode of files no pattern matches (`[defaults.chunking] enabled = false`:
     /// whole files).
     pub default_mode: ChunkMode,
 }
 
+/// One skill's settings (`[[skills]]`, or a trigger's in Warden's earlier layout).
 #[derive(Debug, Clone)]
 pub struct SkillConfig {
+    /// The skill.
     pub name: String,
     /// Only files these match (None: every file).
     pub paths: Option<PathRules>,
+    /// Files it skips.
     pub ignore: PathRules,
+    /// Its `failOn` (None: the default).
     pub fail_on: Option<FailOn>,
+    /// Its `reportOn`.
     pub report_on: Option<Severity>,
+    /// Its `minConfidence`.
     pub min_confidence: Option<Confidence>,
+    /// Its `maxFindings`.
     pub max_findings: Option<usize>,
     /// The routes this skill may use, in this order (None: every route, in config order).
     pub routes: Option<Vec<String>>,
@@ -180,33 +216,52 @@ pub struct InlineSkill {
     pub prompt: String,
 }
 
+/// `[execution]` (DESIGN.md section 4).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Execution {
+    /// The whole run.
     pub review_budget: Duration,
+    /// One unit, from its first attempt.
     pub hunk_budget: Duration,
+    /// One request.
     pub request_timeout: Duration,
     /// Inside an attempt: TCP/TLS connect, time to first token, idle between tokens.
     pub connect_timeout: Duration,
+    /// Time to first token.
     pub first_token_timeout: Duration,
+    /// The longest wait between tokens.
     pub idle_timeout: Duration,
+    /// Attempts per unit, the first included.
     pub max_attempts: u32,
+    /// The routes' breakers.
     pub breaker: BreakerSettings,
 }
 
+/// `[execution.breaker]` (rule 8).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct BreakerSettings {
+    /// The rolling window attempts are counted over.
     pub window: Duration,
+    /// Attempts in the window before it may open.
     pub min_calls: u32,
+    /// Share of timeouts and unavailable outcomes that opens it.
     pub failure_rate: f64,
+    /// How long it stays open before a probe.
     pub open_for: Duration,
+    /// Probes let through when half-open.
     pub half_open_probes: u32,
 }
 
+/// The wire a route speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ProviderKind {
+    /// OpenAI Chat Completions.
     OpenAi,
+    /// OpenRouter (the OpenAI wire).
     OpenRouter,
+    /// Anthropic Messages.
     Anthropic,
+    /// The built-in simulator.
     Sim,
 }
 
@@ -214,18 +269,26 @@ pub enum ProviderKind {
 /// of the key's environment variable, never the key.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Route {
+    /// Its name (unique; failover order is file order).
     pub name: String,
+    /// The wire it speaks.
     pub provider: ProviderKind,
+    /// The model asked for.
     pub model: String,
+    /// The variable its key is read from.
     pub api_key_env: Option<String>,
+    /// Its bulkhead size.
     pub max_concurrency: usize,
+    /// Server-sent events (false: one JSON answer).
     pub stream: bool,
+    /// Its endpoint, when not the provider's own.
     pub base_url: Option<String>,
     /// The answer's token cap sent with each request.
     pub max_tokens: u32,
     /// `caCert`: CA certificates trusted for this route, beside the built-in and
     /// system roots (a private CA, a TLS-inspecting proxy).
     pub ca_cert: Option<CaCert>,
+    /// Options of the `sim` provider.
     pub sim: SimOptions,
 }
 
@@ -241,8 +304,11 @@ pub struct CaCert {
 /// Options of the built-in `sim` provider (ignored by the others).
 #[derive(Debug, Clone, PartialEq)]
 pub struct SimOptions {
+    /// The latency profile (see `provider::sim::PROFILES`).
     pub profile: String,
+    /// How many times faster than real time it plays.
     pub time_scale: f64,
+    /// The seed of its draws.
     pub seed: u64,
 }
 
@@ -302,8 +368,10 @@ impl Route {
 }
 
 impl ProviderKind {
+    /// The provider names, as messages list them.
     pub const NAMES: &'static str = "openai, openrouter, anthropic, sim";
 
+    /// The kind named `s` in a config.
     pub fn parse(s: &str) -> Option<Self> {
         match s {
             "openai" => Some(ProviderKind::OpenAi),
@@ -314,6 +382,7 @@ impl ProviderKind {
         }
     }
 
+    /// The kind as configs and reports spell it.
     pub fn as_str(self) -> &'static str {
         match self {
             ProviderKind::OpenAi => "openai",

@@ -42,7 +42,9 @@ const DEEPEN: &str = "fetch more history with `git fetch --deepen=100` (repeat a
 
 /// The selected diff plus where its new side can be read from.
 pub struct Selection<'r> {
+    /// The changed files.
     pub diff: DiffSet,
+    /// The new side of each file, for context and scan caps.
     pub content: GitContent<'r>,
 }
 

@@ -9,10 +9,12 @@ use std::path::{Path, PathBuf};
 pub struct RepoPath(Vec<u8>);
 
 impl RepoPath {
+    /// A path from git's bytes (not necessarily UTF-8).
     pub fn from_bytes(bytes: impl Into<Vec<u8>>) -> Self {
         RepoPath(bytes.into())
     }
 
+    /// The path's bytes.
     pub fn as_bytes(&self) -> &[u8] {
         &self.0
     }

@@ -15,17 +15,23 @@ pub enum Target {
     Ref(String),
     /// `A..B`, `A...B` (`symmetric`: from the merge-base), or `--base A [--head B]`.
     Range {
+        /// The old side.
         base: String,
+        /// The new side.
         head: String,
+        /// `A...B`: from the merge-base of the two.
         symmetric: bool,
     },
     /// `--diff FILE|-`: unified diff text, no repository needed.
     Patch(PatchSource),
 }
 
+/// Where `--diff` reads its patch.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PatchSource {
+    /// `--diff -`.
     Stdin,
+    /// `--diff FILE` (relative to the directory warden runs in).
     File(PathBuf),
 }
 

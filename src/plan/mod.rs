@@ -17,36 +17,52 @@ use crate::skills::ActiveSkill;
 use serde::Serialize;
 use std::sync::Arc;
 
+/// What a review sends: files in relevance order, their chunks, the units (skill × chunk) in dispatch order, and every skipped file with its reason.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Plan {
     /// What was compared, for people ("uncommitted changes vs HEAD").
     pub target: String,
+    /// The skills that run.
     pub skills: Vec<String>,
     /// Kept files, most relevant first.
     pub files: Vec<PlannedFile>,
+    /// Files not reviewed, with reasons.
     pub skipped_files: Vec<Skipped>,
     /// In dispatch order.
     pub units: Vec<Unit>,
+    /// Counts that account for every file and changed line of the diff.
     pub totals: Totals,
 }
 
+/// A file that is reviewed.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PlannedFile {
+    /// The file.
     pub path: RepoPath,
+    /// Its old path (renames, copies).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub old_path: Option<RepoPath>,
+    /// How it changed.
     pub status: ChangeStatus,
+    /// Its relevance score (higher first).
     pub score: i32,
+    /// Why it scored so.
     pub reasons: Vec<String>,
+    /// Added lines.
     pub added: usize,
+    /// Removed lines.
     pub removed: usize,
+    /// `per-hunk` or `whole-file`.
     pub mode: &'static str,
+    /// The skills that review it.
     pub skills: Vec<String>,
+    /// Its chunks, in file order.
     pub chunks: Vec<Chunk>,
 }
 
+/// One request's worth of work: a chunk and the skill (or consolidated skills) reviewing it.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Unit {
@@ -56,12 +72,17 @@ pub struct Unit {
     pub skill: String,
     /// Every skill this unit's one request serves (one, unless consolidated).
     pub skills: Vec<String>,
+    /// The file.
     pub path: RepoPath,
     /// Index into `files` and into that file's `chunks`.
     pub file: usize,
+    /// Index into that file's chunks.
     pub chunk: usize,
+    /// First new-file line of the chunk.
     pub start_line: u32,
+    /// Last new-file line of the chunk.
     pub end_line: u32,
+    /// The file's score: units of more relevant files go first.
     pub priority: i32,
     /// Optional work is shed first when the review budget runs low (deletion-only chunks).
     pub optional: bool,
@@ -72,17 +93,27 @@ pub struct Unit {
     pub prompt: Arc<prompt::Prompt>,
 }
 
+/// The plan's accounting: planned plus skipped covers the whole diff.
 #[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
 #[serde(rename_all = "camelCase")]
 pub struct Totals {
+    /// Files in the diff.
     pub files_in_diff: usize,
+    /// Files reviewed.
     pub files_planned: usize,
+    /// Files skipped.
     pub files_skipped: usize,
+    /// Chunks of the reviewed files.
     pub chunks: usize,
+    /// Units (requests) planned.
     pub units: usize,
+    /// Changed lines in the diff.
     pub changed_lines: usize,
+    /// Changed lines of reviewed files.
     pub planned_changed_lines: usize,
+    /// Changed lines of skipped files.
     pub skipped_changed_lines: usize,
+    /// Characters of every unit's prompt.
     pub prompt_chars: usize,
 }
 

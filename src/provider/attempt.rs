@@ -9,15 +9,25 @@ use std::time::Duration;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Outcome {
+    /// An answer that parsed.
     Ok,
+    /// A clock ran out (see the stage).
     Timeout,
+    /// Connect errors, 5xx, 529, truncated streams, errors inside a stream.
     Unavailable,
+    /// 429 (maybe with a Retry-After).
     RateLimited,
+    /// 401/403: the key does not work here.
     Auth,
+    /// 404 or `model_not_found`.
     InvalidModel,
+    /// Money: 402, `insufficient_quota`, spend limits.
     Quota,
+    /// The provider rejected the request (400, 413, 422).
     BadRequest,
+    /// A 200 whose answer has no findings object, or passed a cap.
     BadResponse,
+    /// Cut by the review budget or a signal (or never finished).
     Cancelled,
 }
 
@@ -25,9 +35,13 @@ pub enum Outcome {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Stage {
+    /// TCP/TLS connect.
     Connect,
+    /// Time to first token.
     FirstToken,
+    /// Between tokens.
     Idle,
+    /// The whole attempt.
     Total,
 }
 
@@ -62,6 +76,7 @@ impl Outcome {
         matches!(self, Outcome::Auth | Outcome::InvalidModel)
     }
 
+    /// The outcome as reports spell it.
     pub fn as_str(self) -> &'static str {
         match self {
             Outcome::Ok => "ok",
@@ -85,6 +100,7 @@ impl fmt::Display for Outcome {
 }
 
 impl Stage {
+    /// The stage as reports spell it.
     pub fn as_str(self) -> &'static str {
         match self {
             Stage::Connect => "connect",
@@ -98,7 +114,9 @@ impl Stage {
 /// Token usage and cost, when the provider reports them.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct Usage {
+    /// Prompt tokens.
     pub input_tokens: Option<u64>,
+    /// Answer tokens.
     pub output_tokens: Option<u64>,
     /// In the provider's currency unit (OpenRouter: USD credits).
     pub cost: Option<f64>,
@@ -107,8 +125,11 @@ pub struct Usage {
 /// Everything measured about one attempt. Never contains a key or prompt content.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AttemptRecord {
+    /// The route it went to.
     pub route: String,
+    /// The route's provider kind.
     pub provider: &'static str,
+    /// The model asked for.
     pub model: String,
     /// The model that answered, when the provider says (OpenRouter may route elsewhere).
     pub model_answered: Option<String>,
@@ -116,14 +137,21 @@ pub struct AttemptRecord {
     pub headers: Option<Duration>,
     /// Time to the first non-empty content delta (streaming only).
     pub ttft: Option<Duration>,
+    /// How long it took.
     pub duration: Duration,
     /// The deadline this attempt was given.
     pub deadline: Duration,
+    /// Bytes received (keep-alives included).
     pub bytes: u64,
+    /// Tokens and cost, when reported.
     pub usage: Option<Usage>,
+    /// The response status, when there was one.
     pub http_status: Option<u16>,
+    /// The provider's request id, when it sent one.
     pub request_id: Option<String>,
+    /// How it ended.
     pub outcome: Outcome,
+    /// Which clock ended a timeout.
     pub stage: Option<Stage>,
     /// A short reason for people ("503 from provider", "no token within 90s").
     pub reason: String,

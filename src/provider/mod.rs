@@ -30,8 +30,11 @@ use std::time::Duration;
 /// The clocks of one attempt (DESIGN.md section 4, rule 1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
+    /// TCP/TLS connect.
     pub connect: Duration,
+    /// Time to the first token (streaming) or the answer (not streaming).
     pub first_token: Duration,
+    /// The longest wait between tokens.
     pub idle: Duration,
     /// min(request deadline, hunk remaining, review remaining), from the engine.
     pub total: Duration,
@@ -40,29 +43,36 @@ pub struct Limits {
 /// What the engine asks of one attempt.
 #[derive(Debug, Clone)]
 pub struct AttemptRequest {
+    /// The two messages.
     pub prompt: Prompt,
     /// The chunk's new-file lines: findings outside are dropped and counted.
     pub lines: (u32, u32),
+    /// The attempt's clocks.
     pub limits: Limits,
 }
 
 /// What one attempt produced.
 #[derive(Debug, Clone)]
 pub struct Attempt {
+    /// Everything measured, and how it ended.
     pub record: AttemptRecord,
     /// The findings, when the outcome is `ok`.
     pub extracted: Option<Extracted>,
 }
 
+/// One attempt in flight; dropping it cancels the request.
 pub type AttemptFuture<'a> = Pin<Box<dyn Future<Output = Attempt> + Send + 'a>>;
 
 /// A route's client. Dropping the returned future cancels the attempt and closes its
 /// connection at once.
 pub trait Provider: Send + Sync {
+    /// The route's name.
     fn route(&self) -> &str;
     /// The provider's name for records and telemetry (`openai`, `anthropic`, `sim`, ...).
     fn kind(&self) -> &'static str;
+    /// The model asked for.
     fn model(&self) -> &str;
+    /// Makes one attempt: exactly one request, no retry.
     fn attempt<'a>(&'a self, req: &'a AttemptRequest) -> AttemptFuture<'a>;
 }
 
@@ -76,6 +86,7 @@ pub fn build_all(settings: &Settings) -> Result<Vec<Arc<dyn Provider>>> {
         .collect()
 }
 
+/// A client for one route (its key read from the variable it names).
 pub fn build(route: &Route, connect_timeout: Duration) -> Result<Arc<dyn Provider>> {
     if route.provider == ProviderKind::Sim {
         return Ok(Arc::new(sim::SimProvider::new(route)));
@@ -117,6 +128,7 @@ impl HttpProvider {
             .unwrap_or_else(|e| panic!("route `{}`: {e}", route.name))
     }
 
+    /// A route's client, or why its TLS roots cannot be set up.
     pub fn try_new(
         route: &Route,
         key: Option<ApiKey>,

@@ -25,22 +25,28 @@ pub const PROFILES: &[&str] = &["healthy", "slow-tail", "outage", "flaky", "rate
 /// A profile: success latency (log-normal, minutes) and its faults.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Profile {
+    /// Median success latency, minutes.
     pub median_min: f64,
+    /// 95th percentile success latency, minutes.
     pub p95_min: f64,
+    /// The longest success, minutes.
     pub clip_min: f64,
     /// Share of calls that are slow provider errors, and their duration range (minutes).
     pub error_rate: f64,
+    /// How long slow errors take, minutes (uniform in the range).
     pub error_min: (f64, f64),
     /// Share of calls answered 503 at once.
     pub fast_503_rate: f64,
     /// Share of calls answered 429, with Retry-After range (seconds).
     pub rate_limit_rate: f64,
+    /// The Retry-After of 429s, seconds (uniform in the range).
     pub retry_after_s: (f64, f64),
     /// Every call hangs until cancelled.
     pub hang: bool,
 }
 
 impl Profile {
+    /// The profile of DESIGN.md section 11 named `name` (see [`PROFILES`]).
     pub fn named(name: &str) -> Option<Profile> {
         let healthy = Profile {
             median_min: 0.6,
@@ -87,10 +93,24 @@ impl Profile {
 /// What one simulated call does, in simulated minutes.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Draw {
-    Answer { minutes: f64 },
-    SlowError { minutes: f64 },
+    /// An answer after this long.
+    Answer {
+        /// Simulated minutes.
+        minutes: f64,
+    },
+    /// A provider error (502) after this long.
+    SlowError {
+        /// Simulated minutes.
+        minutes: f64,
+    },
+    /// A 503 at once.
     Fast503,
-    RateLimited { retry_after_s: f64 },
+    /// A 429 at once.
+    RateLimited {
+        /// Its Retry-After, simulated seconds.
+        retry_after_s: f64,
+    },
+    /// No answer until cancelled.
     Hang,
 }
 
@@ -128,6 +148,7 @@ impl Draw {
 /// seen before (1 for the first attempt).
 pub type DrawFn = dyn Fn(&AttemptRequest, u64) -> Draw + Send + Sync;
 
+/// The simulator as a route: latency and faults from a profile (or exact draws), findings from heuristics, answers through the same extraction as real models.
 pub struct SimProvider {
     route: Route,
     profile: Profile,
@@ -138,6 +159,7 @@ pub struct SimProvider {
 }
 
 impl SimProvider {
+    /// A sim route playing the route's profile.
     pub fn new(route: &Route) -> Self {
         SimProvider {
             profile: Profile::named(&route.sim.profile)

@@ -15,7 +15,12 @@ use std::fmt;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SseItem {
     /// An event: its `event:` name (if any) and its `data:` lines joined with `\n`.
-    Event { event: Option<String>, data: String },
+    Event {
+        /// The `event:` name, if the event had one.
+        event: Option<String>,
+        /// The `data:` lines, joined with `\n`.
+        data: String,
+    },
     /// A comment line (starts with `:`), without the colon.
     Comment(String),
 }
@@ -41,8 +46,16 @@ impl Default for SseCaps {
 /// Why the reader stopped: a cap was passed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SseError {
-    LineTooLong { cap: usize },
-    EventTooLarge { cap: usize },
+    /// A line passed its cap without a line end.
+    LineTooLong {
+        /// The cap, bytes.
+        cap: usize,
+    },
+    /// An event's data passed its cap.
+    EventTooLarge {
+        /// The cap, bytes.
+        cap: usize,
+    },
 }
 
 impl fmt::Display for SseError {
@@ -77,6 +90,8 @@ pub(crate) fn size(bytes: usize) -> String {
     }
 }
 
+/// A linear, capped reader: it keeps its scan position, so feeding a stream in any
+/// split costs the same, and a line or event past its cap stops it with an error.
 #[derive(Debug, Default)]
 pub struct SseReader {
     caps: SseCaps,
@@ -92,10 +107,12 @@ pub struct SseReader {
 }
 
 impl SseReader {
+    /// A reader with the default caps (1 MiB per line and per event).
     pub fn new() -> Self {
         Self::default()
     }
 
+    /// A reader with these caps.
     pub fn with_caps(caps: SseCaps) -> Self {
         SseReader {
             caps,

@@ -28,6 +28,7 @@ pub enum Format {
 }
 
 impl Format {
+    /// Every format, as messages list them.
     pub const NAMES: &'static str = "text, json, sarif, github, rdjsonl, rdjson, gitlab, markdown";
 
     /// Renders `r` in this format. JSON documents may be printed to a CI log, so command
@@ -66,6 +67,7 @@ impl Format {
 pub struct OutputSpec {
     /// None: the `--format` format.
     pub format: Option<Format>,
+    /// Where it goes.
     pub path: PathBuf,
 }
 

@@ -14,6 +14,7 @@ fn command(s: Severity) -> &'static str {
     }
 }
 
+/// GitHub Actions workflow commands: one annotation per finding and per unit not reviewed, and a closing notice.
 pub fn render(r: &Report) -> String {
     let mut out = String::new();
     for f in &r.findings {

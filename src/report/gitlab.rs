@@ -17,6 +17,7 @@ fn severity(s: Severity) -> &'static str {
     }
 }
 
+/// The report as a GitLab Code Quality array (one issue per finding).
 pub fn render(r: &Report) -> String {
     // Two findings can share an id (the same line text twice in a file); GitLab needs
     // unique fingerprints, so a repeat gets its occurrence number.

@@ -8,53 +8,81 @@ use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
+/// A route's timeouts by the clock that ran out.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "camelCase")]
 pub struct TimeoutsByStage {
+    /// TCP/TLS connect.
     pub connect: usize,
+    /// Time to first token.
     pub first_token: usize,
+    /// Between tokens.
     pub idle: usize,
+    /// The attempt's whole deadline.
     pub total: usize,
 }
 
+/// A route's breaker at the end of the run.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct BreakerReport {
+    /// Its state.
     pub state: BreakerState,
+    /// Times it opened.
     pub opens: u32,
+    /// Time spent not closed.
     pub time_open_ms: u64,
 }
 
+/// One route's figures over the run (review and verification passes).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct RouteMetrics {
     /// Attempts sent to this route (cancelled ones included).
     pub calls: usize,
+    /// Attempts answered and parsed.
     pub ok: usize,
+    /// Attempts timed out.
     pub timeouts: usize,
+    /// Timeouts by clock.
     pub timeouts_by_stage: TimeoutsByStage,
+    /// Attempts the provider could not serve (5xx, 529, connect errors, cut streams).
     pub unavailable: usize,
+    /// Attempts answered 429.
     pub rate_limited: usize,
     /// auth, invalid_model, quota, bad_request, bad_response.
     pub failed: usize,
+    /// Attempts cancelled (budget expiry or a signal).
     pub cancelled: usize,
     /// Attempts that repeated this route for the same unit.
     pub retries: usize,
     /// Units that moved away from / to this route after a failure.
     pub failovers_from: usize,
+    /// Units that moved to this route after a failure elsewhere.
     pub failovers_to: usize,
+    /// Median attempt duration (cancelled ones left out).
     pub p50_ms: Option<u64>,
+    /// 95th percentile attempt duration.
     pub p95_ms: Option<u64>,
+    /// Longest attempt.
     pub max_ms: Option<u64>,
+    /// Median time to first token (streaming).
     pub ttft_p50_ms: Option<u64>,
+    /// 95th percentile time to first token.
     pub ttft_p95_ms: Option<u64>,
     /// Units that tried this route and ended without a review.
     pub units_not_reviewed: usize,
+    /// The most attempts in flight at once.
     pub peak_in_flight: usize,
+    /// Its bulkhead size.
     pub max_concurrency: usize,
+    /// Prompt tokens, as providers reported them.
     pub input_tokens: u64,
+    /// Answer tokens, as providers reported them.
     pub output_tokens: u64,
+    /// Cost, when providers report it (OpenRouter: USD credits).
     pub cost: Option<f64>,
+    /// Its breaker.
     pub breaker: BreakerReport,
 }
 

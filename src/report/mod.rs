@@ -36,8 +36,10 @@ use crate::severity::{Confidence, Severity};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
+/// The JSON report's `schemaVersion` (DESIGN.md section 8).
 pub const SCHEMA_VERSION: u32 = 1;
 
+/// The review as a whole (DESIGN.md section 5).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ReviewOutcome {
@@ -70,31 +72,46 @@ impl ReviewOutcome {
     }
 }
 
+/// The outcome model every format renders: what was reviewed, what was not and why, every finding, and the routes' figures.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Report {
+    /// Always [`SCHEMA_VERSION`].
     pub schema_version: u32,
+    /// Complete, partial or unavailable.
     pub outcome: ReviewOutcome,
+    /// What was compared, for people.
     pub target: String,
+    /// How long the review took.
     pub duration_ms: u64,
+    /// The review budget.
     pub budget_ms: u64,
+    /// The budget ran out (attempts in flight were cancelled).
     pub budget_expired: bool,
+    /// A signal interrupted the review.
     pub interrupted: bool,
+    /// Units by status and findings.
     pub summary: Summary,
     /// Review-level counters across all routes.
     pub counters: Counters,
+    /// Every unit of the plan, in dispatch order.
     pub units: Vec<UnitReport>,
+    /// Every finding reported, most severe first.
     pub findings: Vec<Finding>,
+    /// Files not reviewed, with reasons.
     pub skipped_files: Vec<Skipped>,
     /// The verification pass, when enabled.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub verification: Option<crate::verify::Summary>,
     /// Route names in failover order (the `routes` object is keyed by name).
     pub route_order: Vec<String>,
+    /// Figures per route name.
     pub routes: BTreeMap<String, RouteMetrics>,
     /// The thresholds this report was filtered and judged with.
     pub fail_on: String,
+    /// The default `reportOn` (skills may set their own).
     pub report_on: Severity,
+    /// The default `minConfidence` (skills may set their own).
     pub min_confidence: Confidence,
     /// The skills that ran, as rules: what each checks, and where each came from.
     pub skills: Vec<SkillInfo>,
@@ -119,21 +136,33 @@ pub struct Report {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "camelCase")]
 pub struct MissingShard {
+    /// The missing shard, 1-based.
     pub index: usize,
+    /// How many shards there were.
     pub count: usize,
+    /// Its units, none of them reviewed.
     pub units: usize,
 }
 
+/// Units by final status, and findings.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "camelCase")]
 pub struct Summary {
+    /// Units planned.
     pub units: usize,
+    /// Units reviewed.
     pub reviewed: usize,
+    /// Units whose hunk budget ran out.
     pub timed_out: usize,
+    /// Units no route could serve.
     pub unavailable: usize,
+    /// Units that hit a non-retryable error.
     pub failed: usize,
+    /// Units cut by the review budget or a signal.
     pub cancelled: usize,
+    /// Units never started.
     pub skipped: usize,
+    /// Findings reported.
     pub findings: usize,
     /// Reviewed units answered from the result cache (no request made).
     pub from_cache: usize,
@@ -142,10 +171,13 @@ pub struct Summary {
     pub findings_dropped: usize,
 }
 
+/// Review-level counters across all routes.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "camelCase")]
 pub struct Counters {
+    /// Attempts sent.
     pub attempts: usize,
+    /// Attempts timed out.
     pub timeouts: usize,
     /// Units that moved to another route after a failure (fallbacks).
     pub failovers: usize,
@@ -155,16 +187,23 @@ pub struct Counters {
     pub units_not_reviewed: usize,
 }
 
+/// One unit as the report shows it.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct UnitReport {
     /// The skill, or consolidated skills joined with `+`.
     pub skill: String,
+    /// Every skill its one request served.
     pub skills: Vec<String>,
+    /// The file.
     pub path: String,
+    /// First new-file line of its chunk.
     pub start_line: u32,
+    /// Last new-file line of its chunk.
     pub end_line: u32,
+    /// Optional work (shed first).
     pub optional: bool,
+    /// Its final status.
     pub status: UnitStatus,
     /// The route that produced the result (null if none did).
     pub route: Option<String>,
@@ -174,9 +213,13 @@ pub struct UnitReport {
     pub source: Source,
     /// When the cached answer was produced (RFC 3339), for `source: cache`.
     pub cached_at: Option<String>,
+    /// Why it ended so, for people.
     pub reason: String,
+    /// The route of each attempt, in order.
     pub routes_tried: Vec<String>,
+    /// Every attempt.
     pub attempts: Vec<AttemptReport>,
+    /// Its findings (after thresholds).
     pub findings: Vec<Finding>,
 }
 
@@ -184,54 +227,89 @@ pub struct UnitReport {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Source {
+    /// A model answered in this run.
     Model,
+    /// The result cache answered (an earlier run's answer for unchanged code).
     Cache,
 }
 
+/// One attempt as the report shows it (times in milliseconds).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AttemptReport {
+    /// 1-based.
     pub number: u32,
+    /// The route it went to.
     pub route: String,
+    /// The route's provider kind.
     pub provider: String,
+    /// The model asked for.
     pub model: String,
+    /// The model that answered, when the provider said.
     pub model_answered: Option<String>,
+    /// How it ended.
     pub outcome: Outcome,
+    /// Which clock ended a timeout.
     pub stage: Option<Stage>,
+    /// When it started, from the pass's start.
     pub started_ms: u64,
+    /// How long it took.
     pub duration_ms: u64,
+    /// The deadline it was given.
     pub deadline_ms: u64,
+    /// Time to response headers.
     pub headers_ms: Option<u64>,
+    /// Time to the first token.
     pub ttft_ms: Option<u64>,
+    /// The response status.
     pub http_status: Option<u16>,
+    /// The provider's request id.
     pub request_id: Option<String>,
+    /// Prompt tokens.
     pub input_tokens: Option<u64>,
+    /// Answer tokens.
     pub output_tokens: Option<u64>,
+    /// Its cost, when reported.
     pub cost: Option<f64>,
+    /// A rate limit's Retry-After.
     pub retry_after_ms: Option<u64>,
+    /// A half-open breaker probe.
     pub probe: bool,
+    /// Why it ended so, for people.
     pub reason: String,
 }
 
+/// One finding as every format shows it.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct Finding {
     /// Stable across runs for the same skill, file, title and line text.
     pub id: String,
+    /// The skill it belongs to.
     pub skill: String,
+    /// How bad.
     pub severity: Severity,
+    /// How sure the model is.
     pub confidence: Confidence,
+    /// A short summary.
     pub title: String,
+    /// What goes wrong and why.
     pub description: String,
+    /// A fix in words.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub suggestion: Option<String>,
     /// The exact new text of lines `startLine..=endLine` that fixes the problem.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub replacement: Option<String>,
+    /// The file.
     pub path: String,
+    /// First new-file line.
     pub start_line: u32,
+    /// Last new-file line.
     pub end_line: u32,
+    /// The route that found it.
     pub route: String,
+    /// The model that found it.
     pub model: String,
     /// It reaches its skill's `failOn`: the run exits 1.
     #[serde(default)]

@@ -13,7 +13,9 @@ const SUMMARY_CHARS: usize = 1500;
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "camelCase")]
 pub struct SkillInfo {
+    /// The skill's name.
     pub name: String,
+    /// What it checks, in one line.
     pub description: String,
     /// The first paragraphs of the skill's instructions (Markdown), up to 1,500 characters.
     pub summary: String,

@@ -19,6 +19,7 @@ fn level(s: Severity) -> &'static str {
     }
 }
 
+/// The SARIF rule of a skill: `warden/<skill>`, stable across runs.
 pub fn rule_id(skill: &str) -> String {
     format!("warden/{skill}")
 }

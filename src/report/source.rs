@@ -17,7 +17,9 @@ const MAX_LINES: u32 = 40;
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "camelCase")]
 pub struct SourceContext {
+    /// First new-file line shown.
     pub start_line: u32,
+    /// Last new-file line shown.
     pub end_line: u32,
     /// The lines, each ending in `\n`.
     pub text: String,

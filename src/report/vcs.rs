@@ -16,6 +16,7 @@ pub struct Vcs {
     /// The commit reviewed (the head of a range, else HEAD).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub revision: Option<String>,
+    /// The branch reviewed, when known.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub branch: Option<String>,
     /// A web address that serves `/blob/<revision>/<path>` (GitHub), for links.

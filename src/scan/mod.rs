@@ -17,8 +17,11 @@ use serde::{Deserialize, Serialize};
 
 /// A file the policy keeps, with what the chunker needs.
 pub struct Kept<'d> {
+    /// The file.
     pub file: &'d FileChange,
+    /// Its relevance score and the reasons for it.
     pub score: Score,
+    /// How it is chunked.
     pub mode: ChunkMode,
     /// The new side split into lines, when it could be read.
     pub content: Option<Vec<String>>,
@@ -30,18 +33,23 @@ pub struct Kept<'d> {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Skipped {
+    /// The file.
     pub path: RepoPath,
     /// Machine-readable: `binary`, `builtin:lockfile`, `limit:maxFiles`, ...
     pub reason: String,
     /// For people: what matched or what was exceeded.
     pub detail: String,
+    /// Its added lines (accounted as skipped).
     pub added: usize,
+    /// Its removed lines (accounted as skipped).
     pub removed: usize,
 }
 
+/// The scan's verdict on every file of the diff: kept or skipped, never both, never neither.
 pub struct Scan<'d> {
     /// Sorted by score, highest first.
     pub kept: Vec<Kept<'d>>,
+    /// Skipped files, with reasons.
     pub skipped: Vec<Skipped>,
 }
 

@@ -31,6 +31,7 @@ pub enum Verdict<'a> {
 }
 
 impl PathRules {
+    /// Rules that match nothing.
     pub fn empty() -> Self {
         PathRules {
             set: GlobSet::empty(),
@@ -71,6 +72,7 @@ impl PathRules {
         })
     }
 
+    /// Whether there are no patterns.
     pub fn is_empty(&self) -> bool {
         self.patterns.is_empty()
     }

@@ -4,9 +4,12 @@
 
 use crate::diff::{FileChange, LineKind};
 
+/// How relevant a file is, and why (shown by `warden plan`).
 #[derive(Debug, Clone)]
 pub struct Score {
+    /// Higher is reviewed first.
     pub value: i32,
+    /// What raised or lowered it.
     pub reasons: Vec<String>,
 }
 

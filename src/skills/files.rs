@@ -8,7 +8,9 @@ use std::path::{Path, PathBuf};
 /// What a directory entry is, after following symlinks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum EntryKind {
+    /// A folder (`NAME/SKILL.md`).
     Dir,
+    /// A file (`NAME.md`).
     File,
 }
 

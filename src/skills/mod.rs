@@ -32,25 +32,34 @@ const BUILT_IN: &[(&str, &str)] = &[
     ),
 ];
 
+/// Where a skill was found.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SkillOrigin {
+    /// Embedded in warden.
     BuiltIn,
+    /// A file in the repository (or the config that defines it inline), as shown to people.
     Repo(PathBuf),
 }
 
+/// A review skill: instructions to the model, with a name and a description.
 #[derive(Debug, Clone)]
 pub struct Skill {
+    /// Its name (front matter `name`, else the file or folder name).
     pub name: String,
+    /// What it checks, in one line.
     pub description: String,
+    /// Front matter `allowed-tools` (recorded; warden runs no tools).
     pub allowed_tools: Vec<String>,
     /// The Markdown body: the skill's instructions to the model.
     pub prompt: String,
+    /// Where it was found.
     pub origin: SkillOrigin,
 }
 
 /// Every skill found, effective ones first-found-wins.
 #[derive(Debug, Clone, Default)]
 pub struct Catalog {
+    /// The effective skills, in discovery order.
     pub skills: Vec<Skill>,
     /// Skills hidden by a same-named one found earlier: (hidden, origin of the winner).
     pub shadowed: Vec<(Skill, SkillOrigin)>,
@@ -68,6 +77,7 @@ pub struct ActiveSkill {
 }
 
 impl Catalog {
+    /// The effective skill named `name`.
     pub fn get(&self, name: &str) -> Option<&Skill> {
         self.skills.iter().find(|s| s.name == name)
     }

@@ -45,10 +45,13 @@ pub fn ci_from_env() -> bool {
 
 /// What the caller asked for.
 pub struct Request<'a> {
+    /// What is reviewed (its base is the trusted side).
     pub target: &'a Target,
     /// `-c FILE`, relative to the current directory.
     pub explicit_config: Option<&'a Path>,
+    /// A CI run.
     pub ci: bool,
+    /// `--trust-head-config`.
     pub trust_head_config: bool,
     /// For a patch target: every path it touches (old and new names).
     pub patch_paths: &'a [String],
@@ -56,8 +59,11 @@ pub struct Request<'a> {
 
 /// Settings and skills, and what the report says about where they came from.
 pub struct Loaded {
+    /// The settings, from the trusted source.
     pub settings: Settings,
+    /// The skills, from the trusted source.
     pub catalog: Catalog,
+    /// What every report says about where they came from.
     pub trust: TrustReport,
 }
 

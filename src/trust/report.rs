@@ -24,6 +24,7 @@ pub enum ConfigFrom {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct TrustReport {
+    /// Where `warden.toml` was read.
     pub config_from: ConfigFrom,
     /// The trusted commit (with `configFrom: base`; null when the base has no commits).
     pub commit: Option<String>,
@@ -41,6 +42,7 @@ pub struct TrustReport {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum SkillSource {
+    /// Embedded in warden.
     BuiltIn,
     /// From the trusted commit named in `trust.commit`.
     Base,
@@ -54,7 +56,9 @@ pub enum SkillSource {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SkillUse {
+    /// The skill.
     pub name: String,
+    /// Where it came from.
     pub origin: SkillSource,
     /// The repository path of the skill file (absent for built-ins).
     #[serde(skip_serializing_if = "Option::is_none")]
