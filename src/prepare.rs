@@ -85,9 +85,7 @@ pub fn start_dir(dir: Option<&Path>) -> Result<PathBuf> {
 
 /// The top folder of the repository around `dir`, if there is one.
 pub fn repo_root(dir: &Path) -> Option<PathBuf> {
-    git2::Repository::discover(dir)
-        .ok()
-        .and_then(|r| r.workdir().map(Path::to_path_buf))
+    diff::git::find_repo(dir).and_then(|r| r.workdir().map(Path::to_path_buf))
 }
 
 /// Loads the settings (config at `root` unless `explicit`) and the skills they select.
@@ -115,7 +113,7 @@ pub fn prepare(sel: &Selection) -> Result<Prepared> {
     };
     if let Target::Patch(source) = &sel.target {
         // A patch needs no repository, but one around it still supplies config and skills.
-        let repo = git2::Repository::discover(&sel.dir).ok();
+        let repo = diff::git::find_repo(&sel.dir);
         let (bytes, name) = read_patch(source, &sel.dir)?;
         let diff = diff::patch_text::parse(&bytes, &name)?;
         let touched: Vec<String> = diff

@@ -8,6 +8,12 @@ use git2::{Delta, Diff, DiffFindOptions, DiffOptions, Oid, Patch, Repository, St
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
+/// The repository containing `dir`, if there is one warden may open (for inputs that need
+/// none, such as a `--diff` patch, but use one around them for config and skills).
+pub fn find_repo(dir: &Path) -> Option<Repository> {
+    Repository::discover(dir).ok()
+}
+
 /// Opens the repository containing `dir`. A repository git refuses to open because
 /// another user owns it (`safe.directory`) says so, with the command that trusts it.
 pub fn open_repo(dir: &Path) -> Result<Repository> {
