@@ -55,6 +55,8 @@ fn main() {
                 max_tokens: 1024,
                 ca_cert: None,
                 sim: SimOptions::default(),
+                spill: true,
+                prices: None,
             };
             let provider = HttpProvider::new(&route, None, Duration::from_secs(2));
             let rt = tokio::runtime::Builder::new_current_thread()

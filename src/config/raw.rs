@@ -183,6 +183,8 @@ pub(crate) struct RawExecution {
     pub first_token_timeout: Option<S<String>>,
     pub idle_timeout: Option<S<String>>,
     pub max_attempts: Option<S<u32>>,
+    pub routing: Option<S<String>>,
+    pub cost_budget: Option<S<f64>>,
     #[serde(default)]
     pub breaker: RawBreaker,
 }
@@ -216,6 +218,12 @@ pub(crate) struct RawRoute {
     pub time_scale: Option<S<f64>>,
     /// sim only: seed for repeatable runs.
     pub seed: Option<u64>,
+    /// Under spillover routing: false keeps new units off this route (failovers only).
+    pub spill: Option<bool>,
+    /// USD per million input tokens.
+    pub input_price: Option<S<f64>>,
+    /// USD per million output tokens.
+    pub output_price: Option<S<f64>>,
 }
 
 /// `[cache]`: the result cache (see `crate::cache`).

@@ -93,6 +93,18 @@ impl Ctx<'_> {
         })
     }
 
+    /// An amount of US dollars: finite and not negative.
+    pub fn usd(&self, v: &S<f64>, key: &str) -> Result<f64, Error> {
+        let x = *v.get_ref();
+        if !(x.is_finite() && x >= 0.0) {
+            return Err(self.err(
+                v,
+                format!("{key}: must be an amount in US dollars, 0 or more (for example 2.50)"),
+            ));
+        }
+        Ok(x)
+    }
+
     pub fn positive(&self, v: &S<u32>, key: &str) -> Result<u32, Error> {
         if *v.get_ref() == 0 {
             return Err(self.err(v, format!("{key}: must be at least 1")));
@@ -145,6 +157,16 @@ pub(super) fn resolve(raw: RawConfig, ctx: &Ctx) -> Result<Settings, Error> {
         None => 4,
     };
     s.routes = resolve_routes(&raw.routes, ctx, default_cap)?;
+    if s.execution.cost_budget.is_some() {
+        for r in s.routes.iter().filter(|r| r.prices.is_none()) {
+            if r.provider != ProviderKind::OpenRouter {
+                s.warnings.push(format!(
+                    "route `{}` has no inputPrice/outputPrice: execution.costBudget can count only the cost its provider reports; set both prices (USD per million tokens) to bound its spend",
+                    r.name
+                ));
+            }
+        }
+    }
     if s.routes.is_empty() {
         let model = d
             .model
@@ -327,6 +349,22 @@ fn resolve_execution(e: &RawExecution, ctx: &Ctx) -> Result<Execution, Error> {
         max_attempts: match &e.max_attempts {
             Some(v) => ctx.positive(v, "execution.maxAttempts")?,
             None => d.max_attempts,
+        },
+        routing: match &e.routing {
+            Some(v) => Routing::parse(v.get_ref()).ok_or_else(|| {
+                ctx.err(
+                    v,
+                    format!(
+                        "execution.routing: unknown policy `{}`: expected \"ordered\" or \"spillover\"",
+                        v.get_ref()
+                    ),
+                )
+            })?,
+            None => d.routing,
+        },
+        cost_budget: match &e.cost_budget {
+            Some(v) => Some(ctx.usd(v, "execution.costBudget")?),
+            None => None,
         },
         breaker: BreakerSettings {
             window: ctx.duration(&b.window, "execution.breaker.window", db.window)?,

@@ -78,6 +78,22 @@ fn resolve_route(r: &RawRoute, ctx: &Ctx, default_cap: usize) -> Result<Route, E
     if let Some(c) = &r.ca_cert {
         route.ca_cert = Some(super::ca_cert::load(c, ctx, &name)?);
     }
+    route.spill = r.spill.unwrap_or(true);
+    route.prices = match (&r.input_price, &r.output_price) {
+        (None, None) => None,
+        (i, o) => {
+            let usd = |v: &Option<S<f64>>, key: &str| {
+                v.as_ref()
+                    .map(|v| ctx.usd(v, &format!("route `{name}` {key}")))
+                    .transpose()
+                    .map(|x| x.unwrap_or(0.0))
+            };
+            Some(Prices {
+                input: usd(i, "inputPrice")?,
+                output: usd(o, "outputPrice")?,
+            })
+        }
+    };
     Ok(route)
 }
 

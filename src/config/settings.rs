@@ -235,6 +235,41 @@ pub struct Execution {
     pub max_attempts: u32,
     /// The routes' breakers.
     pub breaker: BreakerSettings,
+    /// Which route a new unit takes (`[execution] routing`).
+    pub routing: Routing,
+    /// `[execution] costBudget`: USD for the whole review; None means no cost limit.
+    pub cost_budget: Option<f64>,
+}
+
+/// How new units choose a route (failovers follow DESIGN.md rules 5–6 under both).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Routing {
+    /// The first route in order that admits calls; wait for its permit (the seed's rule).
+    #[default]
+    Ordered,
+    /// The first route in order that admits calls and has a free permit (routes with
+    /// `spill = false` excepted); wait only when none has.
+    Spillover,
+}
+
+impl Routing {
+    /// Both policies, in the order reports list them.
+    pub const ALL: [Routing; 2] = [Routing::Ordered, Routing::Spillover];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Routing::Ordered => "ordered",
+            Routing::Spillover => "spillover",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Routing> {
+        match s {
+            "ordered" => Some(Routing::Ordered),
+            "spillover" => Some(Routing::Spillover),
+            _ => None,
+        }
+    }
 }
 
 /// `[execution.breaker]` (rule 8).
@@ -261,6 +296,8 @@ pub enum ProviderKind {
     OpenRouter,
     /// Anthropic Messages.
     Anthropic,
+    /// A LiteLLM proxy (OpenAI wire format) asked not to retry or fall back on its own.
+    LiteLlm,
     /// The built-in simulator.
     Sim,
 }
@@ -290,6 +327,25 @@ pub struct Route {
     pub ca_cert: Option<CaCert>,
     /// Options of the `sim` provider.
     pub sim: SimOptions,
+    /// Under `routing = "spillover"`, whether new units may take this route's free
+    /// permits (false: it serves only failovers).
+    pub spill: bool,
+    /// USD per million input / output tokens, when configured.
+    pub prices: Option<Prices>,
+}
+
+/// A route's prices, USD per million tokens.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Prices {
+    pub input: f64,
+    pub output: f64,
+}
+
+impl Prices {
+    /// The cost of an exchange of `input` and `output` tokens, in USD.
+    pub fn cost(&self, input: u64, output: u64) -> f64 {
+        (input as f64 * self.input + output as f64 * self.output) / 1_000_000.0
+    }
 }
 
 /// A route's `caCert` file, read and checked when the config is loaded.
@@ -340,6 +396,8 @@ impl Route {
             max_tokens: DEFAULT_MAX_TOKENS,
             ca_cert: None,
             sim: SimOptions::default(),
+            spill: true,
+            prices: None,
         }
     }
 
@@ -369,7 +427,7 @@ impl Route {
 
 impl ProviderKind {
     /// The provider names, as messages list them.
-    pub const NAMES: &'static str = "openai, openrouter, anthropic, sim";
+    pub const NAMES: &'static str = "openai, openrouter, anthropic, litellm, sim";
 
     /// The kind named `s` in a config.
     pub fn parse(s: &str) -> Option<Self> {
@@ -377,6 +435,7 @@ impl ProviderKind {
             "openai" => Some(ProviderKind::OpenAi),
             "openrouter" => Some(ProviderKind::OpenRouter),
             "anthropic" => Some(ProviderKind::Anthropic),
+            "litellm" => Some(ProviderKind::LiteLlm),
             "sim" => Some(ProviderKind::Sim),
             _ => None,
         }
@@ -388,6 +447,7 @@ impl ProviderKind {
             ProviderKind::OpenAi => "openai",
             ProviderKind::OpenRouter => "openrouter",
             ProviderKind::Anthropic => "anthropic",
+            ProviderKind::LiteLlm => "litellm",
             ProviderKind::Sim => "sim",
         }
     }
@@ -398,6 +458,7 @@ impl ProviderKind {
             ProviderKind::OpenAi => Some("OPENAI_API_KEY"),
             ProviderKind::OpenRouter => Some("OPENROUTER_API_KEY"),
             ProviderKind::Anthropic => Some("ANTHROPIC_API_KEY"),
+            ProviderKind::LiteLlm => Some("LITELLM_API_KEY"),
             ProviderKind::Sim => None,
         }
     }
@@ -451,6 +512,8 @@ impl Default for Execution {
             idle_timeout: Duration::from_secs(30),
             max_attempts: 2,
             breaker: BreakerSettings::default(),
+            routing: Routing::Ordered,
+            cost_budget: None,
         }
     }
 }

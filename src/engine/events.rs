@@ -197,6 +197,14 @@ pub enum Event {
         /// Status, route, attempts and findings.
         result: Arc<UnitResult>,
     },
+    /// Something the user should act on, said once per run (e.g. a gateway that may
+    /// retry behind warden's back).
+    Warning {
+        /// The route it concerns.
+        route: String,
+        /// What to do, for people.
+        message: String,
+    },
     /// The review budget ran out; `in_flight` attempts were cancelled.
     BudgetExpired {
         /// Attempts in flight at that moment.

@@ -87,6 +87,8 @@ pub trait Answerer: Send + Sync {
 struct Route {
     name: String,
     provider: Arc<dyn Provider>,
+    /// Whether the gateway warning was given for this route.
+    gateway_warned: std::sync::atomic::AtomicBool,
 }
 
 /// What the units of one pass share.
@@ -157,6 +159,7 @@ impl Engine {
                 .map(|r| Route {
                     name: r.provider.route().to_string(),
                     provider: r.provider,
+                    gateway_warned: Default::default(),
                 })
                 .collect(),
             picker: RoutePicker::default(),

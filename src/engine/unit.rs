@@ -258,6 +258,7 @@ async fn attempt(
         attempt: number,
         record: record.clone(),
     });
+    warn_of_gateway(sh, route, &record);
     u.result.attempts.push(AttemptLog {
         number,
         started: now.saturating_duration_since(sh.start),
@@ -474,6 +475,20 @@ async fn wait_for_reopen(
         return Err(all_open());
     }
     Ok(())
+}
+
+/// Once per run and route: an `openai` route answered by a LiteLLM gateway may be
+/// retried by the gateway inside one warden attempt.
+fn warn_of_gateway(sh: &Shared, route: &super::Route, record: &AttemptRecord) {
+    if record.gateway == Some("litellm")
+        && route.provider.kind() != "litellm"
+        && !route.gateway_warned.swap(true, Ordering::SeqCst)
+    {
+        sh.sink.emit(Event::Warning {
+            route: route.name.clone(),
+            message: "responses carry x-litellm-* headers: a LiteLLM gateway may retry and fall back behind warden's back, hiding calls and time inside one attempt; set provider = \"litellm\" on this route so warden stays the one retry owner".into(),
+        });
+    }
 }
 
 fn passed_over_events(sh: &Shared, unit: usize, passed_over: &[usize]) {

@@ -157,6 +157,9 @@ pub struct AttemptRecord {
     pub reason: String,
     /// A rate limit's Retry-After, when given.
     pub retry_after: Option<Duration>,
+    /// The gateway that answered, when its response headers name one (`litellm`): a
+    /// gateway may retry on its own inside what warden counts as one attempt.
+    pub gateway: Option<&'static str>,
 }
 
 impl AttemptRecord {
@@ -186,6 +189,7 @@ impl AttemptRecord {
             stage: None,
             reason: "the attempt did not finish".into(),
             retry_after: None,
+            gateway: None,
         }
     }
 }

@@ -92,6 +92,8 @@ pub(crate) struct Exchange {
     pub duration: std::time::Duration,
     pub bytes: u64,
     pub request_id: Option<String>,
+    /// The gateway that answered, when its response headers say so (`litellm`).
+    pub gateway: Option<&'static str>,
     pub result: Result<Answer, Failure>,
 }
 
@@ -152,6 +154,7 @@ pub(crate) async fn exchange(
         duration: Default::default(),
         bytes: 0,
         request_id: None,
+        gateway: None,
         result: Err(Failure::new(Outcome::Unavailable, "not sent")),
     };
     let url = request.url().clone();
@@ -175,6 +178,9 @@ pub(crate) async fn exchange(
     ex.status = Some(status);
     ex.request_id = request_id(resp.headers());
     let headers = resp.headers().clone();
+    if super::litellm::is_gateway_response(&headers) {
+        ex.gateway = Some("litellm");
+    }
     let mut resp = resp;
 
     if resp.status().is_redirection() {

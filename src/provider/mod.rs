@@ -7,6 +7,7 @@ pub mod attempt;
 mod body;
 pub mod classify;
 mod http;
+mod litellm;
 mod openai;
 pub mod secret;
 pub mod sim;
@@ -159,15 +160,24 @@ impl HttpProvider {
         self
     }
 
-    fn request(&self, prompt: &Prompt) -> reqwest::Request {
+    fn request(&self, prompt: &Prompt, deadline: Duration) -> reqwest::Request {
         let r = &self.route;
         let anthropic = r.provider == ProviderKind::Anthropic;
-        let body = if anthropic {
+        let litellm = r.provider == ProviderKind::LiteLlm;
+        let mut body = if anthropic {
             anthropic::body(&r.model, prompt, r.stream, r.max_tokens)
         } else {
             openai::body(&r.model, prompt, r.stream, r.max_tokens)
         };
+        if litellm {
+            litellm::adapt_body(&mut body, deadline);
+        }
         let mut req = self.client.post(&self.url).json(&body);
+        if litellm {
+            for (name, value) in litellm::headers(deadline) {
+                req = req.header(name, value);
+            }
+        }
         if r.stream {
             req = req.header("accept", "text/event-stream");
         }
@@ -197,7 +207,7 @@ impl HttpProvider {
         };
         let ex = http::exchange(
             &self.client,
-            self.request(&req.prompt),
+            self.request(&req.prompt, req.limits.total),
             &req.limits,
             &self.caps,
             self.route.stream,
@@ -211,6 +221,7 @@ impl HttpProvider {
             bytes: ex.bytes,
             http_status: ex.status,
             request_id: ex.request_id,
+            gateway: ex.gateway,
             ..AttemptRecord::new(
                 &self.route.name,
                 self.route.provider.as_str(),

@@ -116,6 +116,8 @@ pub fn default_base_url(kind: ProviderKind) -> &'static str {
         ProviderKind::OpenAi => "https://api.openai.com/v1",
         ProviderKind::OpenRouter => "https://openrouter.ai/api/v1",
         ProviderKind::Anthropic => "https://api.anthropic.com/v1",
+        // LiteLLM's proxy listens on port 4000 by default.
+        ProviderKind::LiteLlm => "http://127.0.0.1:4000/v1",
         ProviderKind::Sim => "sim://",
     }
 }

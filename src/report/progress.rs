@@ -152,6 +152,7 @@ fn note(e: &Event) -> Option<String> {
         Event::BudgetExpired { in_flight } => Some(format!(
             "review budget ran out: cancelling {in_flight} attempts in flight"
         )),
+        Event::Warning { route, message } => Some(format!("warning: route `{route}`: {message}")),
         _ => None,
     }
 }
@@ -222,7 +223,10 @@ impl Progress {
             }
             note
         };
-        let important = matches!(e, Event::Breaker { .. } | Event::BudgetExpired { .. });
+        let important = matches!(
+            e,
+            Event::Breaker { .. } | Event::BudgetExpired { .. } | Event::Warning { .. }
+        );
         if let Some(n) = note
             && (self.verbose || important)
         {

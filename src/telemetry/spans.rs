@@ -143,6 +143,12 @@ fn note(e: &Event, parent: &Span) {
             in_flight = *in_flight as i64,
             "review budget expired; cancelling attempts in flight"
         ),
+        Event::Warning { route, message } => tracing::warn!(
+            name: "warden.warning",
+            parent: parent,
+            route = %route,
+            message = %message
+        ),
         _ => {}
     }
 }

@@ -30,6 +30,7 @@ fn exec() -> Execution {
             open_for: Duration::from_secs(60),
             half_open_probes: 1,
         },
+        ..Default::default()
     }
 }
 

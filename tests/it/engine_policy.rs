@@ -32,6 +32,7 @@ fn exec() -> Execution {
             open_for: S(30),
             half_open_probes: 1,
         },
+        ..Default::default()
     }
 }
 

@@ -37,6 +37,8 @@ pub fn route(name: &str, kind: ProviderKind, model: &str, base: &str, stream: bo
         max_tokens: 1024,
         ca_cert: None,
         sim: SimOptions::default(),
+        spill: true,
+        prices: None,
     }
 }
 

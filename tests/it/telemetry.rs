@@ -132,6 +132,7 @@ fn attempt_spans_carry_genai_and_policy_attributes() {
             open_for: Duration::from_secs(600),
             half_open_probes: 1,
         },
+        ..Default::default()
     };
     let engine = Engine::new(
         vec![
