@@ -199,6 +199,14 @@ impl Layout {
                 "g",
                 json!({"inFlight": in_flight}),
             )),
+            Event::Warning { route, message } => self.out.push(instant(
+                format!("warning: route {route}"),
+                ts,
+                REVIEW_PID,
+                1,
+                "g",
+                json!({"route": route, "message": message}),
+            )),
             Event::UnitFinished { unit, result } => self.unit_finished(ts, *unit, result, end),
             Event::ReviewFinished { outcome, reviewed } => {
                 self.review_end = Some((
