@@ -61,14 +61,8 @@ fn ours(seed: u64) -> Figures {
             draw(&healthy, seed ^ 0xFA11, unit_of(req), n)
         });
         let routes = vec![
-            EngineRoute {
-                provider: Arc::new(primary) as Arc<dyn Provider>,
-                max_concurrency: 4,
-            },
-            EngineRoute {
-                provider: Arc::new(fallback) as Arc<dyn Provider>,
-                max_concurrency: 4,
-            },
+            EngineRoute::new(Arc::new(primary) as Arc<dyn Provider>, 4),
+            EngineRoute::new(Arc::new(fallback) as Arc<dyn Provider>, 4),
         ];
         let units = (0..UNITS)
             .map(|i| UnitWork {

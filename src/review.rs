@@ -58,10 +58,7 @@ pub fn routes(settings: &Settings) -> Result<Vec<EngineRoute>> {
     Ok(providers
         .into_iter()
         .zip(&settings.routes)
-        .map(|(provider, r)| EngineRoute {
-            provider,
-            max_concurrency: r.max_concurrency,
-        })
+        .map(|(provider, r)| EngineRoute::configured(provider, r))
         .collect())
 }
 

@@ -246,6 +246,55 @@ maxConcurrency = 2
     }
 
     #[test]
+    fn routing_cost_and_gateway_keys_load_and_bad_values_name_their_place() {
+        let s = parse(
+            "version = 1\n[execution]\nrouting = \"spillover\"\ncostBudget = 2.5\n[[routes]]\nname = \"gw\"\nprovider = \"litellm\"\nmodel = \"m\"\nspill = false\ninputPrice = 3.0\noutputPrice = 15\n",
+        )
+        .unwrap();
+        assert_eq!(s.execution.routing, Routing::Spillover);
+        assert_eq!(s.execution.cost_budget, Some(2.5));
+        let r = &s.routes[0];
+        assert_eq!(r.provider, ProviderKind::LiteLlm);
+        assert_eq!(r.api_key_env.as_deref(), Some("LITELLM_API_KEY"));
+        assert!(!r.spill);
+        assert_eq!(
+            r.prices,
+            Some(Prices {
+                input: 3.0,
+                output: 15.0
+            })
+        );
+        assert!(s.warnings.is_empty(), "{:?}", s.warnings);
+        let err = parse("version = 1\n[execution]\nrouting = \"fastest\"\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.starts_with("warden.toml:3:11: execution.routing: unknown policy `fastest`"),
+            "{err}"
+        );
+        let err = parse("version = 1\n[execution]\ncostBudget = -1.0\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.starts_with("warden.toml:3:14: execution.costBudget:"),
+            "{err}"
+        );
+        let err = parse("version = 1\n[[routes]]\nname = \"a\"\nprovider = \"openai\"\nmodel = \"m\"\noutputPrice = nan\n")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("route `a` outputPrice"), "{err}");
+        // A cost budget over a route with no prices can count only what its provider reports.
+        let s = parse("version = 1\n[execution]\ncostBudget = 1.0\n[[routes]]\nname = \"a\"\nprovider = \"anthropic\"\nmodel = \"m\"\n").unwrap();
+        assert!(
+            s.warnings
+                .iter()
+                .any(|w| w.contains("route `a` has no inputPrice")),
+            "{:?}",
+            s.warnings
+        );
+    }
+
+    #[test]
     fn unknown_keys_warn_once_by_name() {
         let s = parse("version = 1\nfoo = 1\n[defaults]\nmaxTurns = 3\n[logs]\nretention = 3\n")
             .unwrap();

@@ -26,6 +26,8 @@ impl Permit {
 pub trait Bulkhead: Send + Sync {
     /// Waits for one of `route`'s permits.
     fn acquire(&self, route: usize) -> BoxFuture<'_, Permit>;
+    /// One of `route`'s permits if one is free now (spillover asks before it waits).
+    fn try_acquire(&self, route: usize) -> Option<Permit>;
     /// The route's cap.
     fn cap(&self, route: usize) -> usize;
     /// The most permits of the route held at once so far.
@@ -70,6 +72,17 @@ impl Drop for Held {
     }
 }
 
+impl LocalRoute {
+    fn held(&self, permit: OwnedSemaphorePermit) -> Permit {
+        let now = self.held.fetch_add(1, Ordering::SeqCst) + 1;
+        self.peak.fetch_max(now, Ordering::SeqCst);
+        Permit::new(Held {
+            _permit: permit,
+            held: self.held.clone(),
+        })
+    }
+}
+
 impl Bulkhead for LocalBulkhead {
     fn acquire(&self, route: usize) -> BoxFuture<'_, Permit> {
         let r = &self.0[route];
@@ -80,13 +93,17 @@ impl Bulkhead for LocalBulkhead {
                 .acquire_owned()
                 .await
                 .expect("semaphores are never closed");
-            let now = r.held.fetch_add(1, Ordering::SeqCst) + 1;
-            r.peak.fetch_max(now, Ordering::SeqCst);
-            Permit::new(Held {
-                _permit: permit,
-                held: r.held.clone(),
-            })
+            r.held(permit)
         })
+    }
+
+    fn try_acquire(&self, route: usize) -> Option<Permit> {
+        let r = &self.0[route];
+        r.permits
+            .clone()
+            .try_acquire_owned()
+            .ok()
+            .map(|p| r.held(p))
     }
 
     fn cap(&self, route: usize) -> usize {
@@ -123,14 +140,48 @@ pub struct Wake<'a, 'n> {
 
 /// Waits for a permit of `route`, or for a reason to choose again, within `wake.until`.
 pub async fn wait_for_permit(bulkhead: &dyn Bulkhead, route: usize, wake: Wake<'_, '_>) -> Waited {
+    match wait_for_any_permit(bulkhead, &[route], wake).await {
+        AnyWaited::Permit(_, p) => Waited::Permit(p),
+        AnyWaited::Rechoose => Waited::Rechoose,
+        AnyWaited::Expired => Waited::Expired,
+    }
+}
+
+/// How a wait for a permit of one of several routes ended.
+pub enum AnyWaited {
+    /// A permit of this route.
+    Permit(usize, Permit),
+    /// Choose the route again.
+    Rechoose,
+    /// The wait's deadline passed.
+    Expired,
+}
+
+/// Spillover's wait: the first free permit of `routes` (in their order) if one is free
+/// now, else whichever of them frees first, or a reason to choose again. So no permit
+/// of these routes sits free while this unit waits.
+pub async fn wait_for_any_permit(
+    bulkhead: &dyn Bulkhead,
+    routes: &[usize],
+    wake: Wake<'_, '_>,
+) -> AnyWaited {
+    for r in routes {
+        if let Some(p) = bulkhead.try_acquire(*r) {
+            return AnyWaited::Permit(*r, p);
+        }
+    }
     let reopen = wake.preferred_reopen.filter(|t| *t < wake.until);
+    let any = futures_util::future::select_all(routes.iter().map(|r| {
+        let r = *r;
+        Box::pin(async move { (r, bulkhead.acquire(r).await) }) as BoxFuture<'_, _>
+    }));
     tokio::select! {
         biased;
-        _ = wake.cancel.cancelled() => Waited::Rechoose,
-        p = bulkhead.acquire(route) => Waited::Permit(p),
-        _ = wake.changed => Waited::Rechoose,
-        _ = sleep_until(reopen.unwrap_or(wake.until)), if reopen.is_some() => Waited::Rechoose,
-        _ = sleep_until(wake.until) => Waited::Expired,
+        _ = wake.cancel.cancelled() => AnyWaited::Rechoose,
+        ((r, p), _, _) = any => AnyWaited::Permit(r, p),
+        _ = wake.changed => AnyWaited::Rechoose,
+        _ = sleep_until(reopen.unwrap_or(wake.until)), if reopen.is_some() => AnyWaited::Rechoose,
+        _ = sleep_until(wake.until) => AnyWaited::Expired,
     }
 }
 
@@ -139,6 +190,45 @@ mod tests {
     use super::*;
     use std::time::Duration;
     use tokio::sync::Notify;
+
+    #[tokio::test(start_paused = true)]
+    async fn a_wait_for_several_routes_takes_the_first_free_then_the_first_freed() {
+        let b = LocalBulkhead::new([1, 1]);
+        let notify = Notify::new();
+        let cancel = CancellationToken::new();
+        let until = Instant::now() + Duration::from_secs(100);
+        let wake = |changed| Wake {
+            changed,
+            preferred_reopen: None,
+            until,
+            cancel: &cancel,
+        };
+        let changed = notify.notified();
+        tokio::pin!(changed);
+        let AnyWaited::Permit(r0, p0) = wait_for_any_permit(&b, &[0, 1], wake(changed)).await
+        else {
+            panic!("route 0 is free");
+        };
+        assert_eq!(r0, 0, "config order first");
+        let changed = notify.notified();
+        tokio::pin!(changed);
+        let AnyWaited::Permit(r1, _p1) = wait_for_any_permit(&b, &[0, 1], wake(changed)).await
+        else {
+            panic!("route 1 is free");
+        };
+        assert_eq!(r1, 1, "a busy route does not hold the unit back");
+        let start = Instant::now();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_secs(7)).await;
+            drop(p0);
+        });
+        let changed = notify.notified();
+        tokio::pin!(changed);
+        let AnyWaited::Permit(r, _p) = wait_for_any_permit(&b, &[0, 1], wake(changed)).await else {
+            panic!("route 0 frees at 7 s");
+        };
+        assert_eq!((r, start.elapsed()), (0, Duration::from_secs(7)));
+    }
 
     #[tokio::test(start_paused = true)]
     async fn permits_are_capped_counted_and_released_on_drop() {

@@ -59,6 +59,8 @@ pub struct RouteInfo {
     pub name: String,
     /// Its bulkhead size.
     pub max_concurrency: usize,
+    /// Whether new units may spill onto it (`spill`).
+    pub spill: bool,
 }
 
 /// What a unit is, for consumers: its labels, lines and prompt (shared, not copied).

@@ -9,7 +9,9 @@ pub mod breaker;
 pub mod breakers;
 pub mod bulkhead;
 pub mod clock;
+pub mod cost;
 pub mod events;
+mod idle;
 pub mod outcome;
 pub mod retry;
 pub mod route_picker;
@@ -27,11 +29,12 @@ pub use retry::{RetryPolicy, Stop};
 pub use route_picker::{Ordered, RouteOrder, RoutePicker};
 pub use shedder::Shedder;
 
-use crate::config::Execution;
+use crate::config::{Execution, Prices, Route as ConfigRoute};
 use crate::prompt::Prompt;
 use crate::provider::{Limits, Provider};
 use aggregate::Aggregator;
 use clock::deadline_after;
+use cost::CostBudget;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
@@ -73,6 +76,36 @@ pub struct EngineRoute {
     pub provider: Arc<dyn Provider>,
     /// Its bulkhead size.
     pub max_concurrency: usize,
+    /// Under spillover routing, whether new units may take its free permits.
+    pub spill: bool,
+    /// Its prices, for attempts whose provider reports no cost.
+    pub prices: Option<Prices>,
+    /// The answer's token cap (the output estimate before any answer is seen).
+    pub max_tokens: u32,
+}
+
+impl EngineRoute {
+    /// A route with `max_concurrency` permits that takes spillover and has no prices.
+    pub fn new(provider: Arc<dyn Provider>, max_concurrency: usize) -> Self {
+        EngineRoute {
+            provider,
+            max_concurrency,
+            spill: true,
+            prices: None,
+            max_tokens: 4096,
+        }
+    }
+
+    /// A route with the settings of a configured one (cap, spill, prices, maxTokens).
+    pub fn configured(provider: Arc<dyn Provider>, route: &ConfigRoute) -> Self {
+        EngineRoute {
+            provider,
+            max_concurrency: route.max_concurrency,
+            spill: route.spill,
+            prices: route.prices,
+            max_tokens: route.max_tokens,
+        }
+    }
 }
 
 /// Answers units before dispatch (a result cache, for one): a unit it answers ends with
@@ -89,6 +122,11 @@ struct Route {
     provider: Arc<dyn Provider>,
     /// Whether the gateway warning was given for this route.
     gateway_warned: std::sync::atomic::AtomicBool,
+    spill: bool,
+    prices: Option<Prices>,
+    max_tokens: u32,
+    /// What its attempts used so far, for cost estimates.
+    observed: std::sync::Mutex<cost::Observed>,
 }
 
 /// What the units of one pass share.
@@ -140,6 +178,8 @@ pub struct Engine {
     bulkhead: Box<dyn Bulkhead>,
     breakers: Box<dyn Breakers>,
     answerer: Option<Arc<dyn Answerer>>,
+    /// The review's cost budget (every pass spends from it).
+    cost: CostBudget,
     exec: Execution,
     sink: Sink,
     /// Woken on every breaker transition, so waiting units re-choose their route.
@@ -151,6 +191,7 @@ impl Engine {
     /// bulkheads and breakers and the ordered failover rule.
     pub fn new(routes: Vec<EngineRoute>, exec: Execution, sink: Sink) -> Self {
         let bulkhead = LocalBulkhead::new(routes.iter().map(|r| r.max_concurrency));
+        let spill: Vec<bool> = routes.iter().map(|r| r.spill).collect();
         let breakers = LocalBreakers::new(routes.len(), exec.breaker, Instant::now());
         Engine {
             all_routes: (0..routes.len()).collect(),
@@ -160,9 +201,14 @@ impl Engine {
                     name: r.provider.route().to_string(),
                     provider: r.provider,
                     gateway_warned: Default::default(),
+                    spill: r.spill,
+                    prices: r.prices,
+                    max_tokens: r.max_tokens,
+                    observed: Default::default(),
                 })
                 .collect(),
-            picker: RoutePicker::default(),
+            picker: RoutePicker::new(Ordered).with_spillover(spill, exec.routing),
+            cost: CostBudget::new(exec.cost_budget),
             bulkhead: Box::new(bulkhead),
             breakers: Box::new(breakers),
             answerer: None,
@@ -174,7 +220,8 @@ impl Engine {
 
     /// Replaces the failover ordering rule.
     pub fn with_route_order(mut self, order: impl RouteOrder + 'static) -> Self {
-        self.picker = RoutePicker::new(order);
+        let spill = self.routes.iter().map(|r| r.spill).collect();
+        self.picker = RoutePicker::new(order).with_spillover(spill, self.exec.routing);
         self
     }
 
@@ -215,6 +262,7 @@ impl Engine {
     ) -> EngineReport {
         let start = Instant::now();
         let aggregator = Arc::new(Aggregator::default());
+        let idle = Arc::new(idle::IdleMeter::new(start));
         // The budget the clock can represent (a deadline saturates at the far future).
         let hunk_budget = self.exec.hunk_budget.min(clock::FAR_FUTURE);
         let shared = Shared {
@@ -229,7 +277,7 @@ impl Engine {
             review_deadline: deadline_after(start, budget),
             cancel: interrupt.child_token(),
             interrupted: interrupt.clone(),
-            sink: self.sink.clone().tee(aggregator.sink()),
+            sink: self.sink.clone().tee(aggregator.sink()).tee(idle.sink()),
             in_flight: AtomicUsize::new(0),
         };
         shared.sink.emit(Event::PassStarted {
@@ -256,6 +304,9 @@ impl Engine {
             interrupted: interrupt.is_cancelled(),
             routes: self.route_summaries(now),
             route_order: self.routes.iter().map(|r| r.name.clone()).collect(),
+            routing: self.exec.routing,
+            idle_slot_time: idle.finish(now),
+            cost_usd: self.cost.spent(),
         }
     }
 
@@ -266,6 +317,7 @@ impl Engine {
             .map(|(i, r)| RouteInfo {
                 name: r.name.clone(),
                 max_concurrency: self.bulkhead.cap(i),
+                spill: r.spill,
             })
             .collect()
     }

@@ -49,6 +49,9 @@ pub struct AttemptLog {
     pub started: Duration,
     /// It went through as a half-open probe.
     pub probe: bool,
+    /// What the attempt cost in USD (provider-reported, else tokens at the route's
+    /// prices); None when neither is known.
+    pub cost_usd: Option<f64>,
     /// What the provider measured.
     pub record: AttemptRecord,
 }
@@ -131,4 +134,11 @@ pub struct EngineReport {
     pub routes: BTreeMap<String, RouteSummary>,
     /// Route names in failover order.
     pub route_order: Vec<String>,
+    /// The routing policy the pass ran under.
+    pub routing: crate::config::Routing,
+    /// Permit-time that routes taking spillover left unused while units waited for a
+    /// preferred route (slot-seconds as a duration).
+    pub idle_slot_time: Duration,
+    /// The review's spend so far, USD (every pass up to this one).
+    pub cost_usd: f64,
 }

@@ -1,9 +1,11 @@
 //! Which route an attempt goes to (DESIGN.md rule 6): the routes in the order a
 //! [`RouteOrder`] gives, the first whose breaker admits calls. The ordering rule is its
-//! own small trait so another (spillover, least loaded) can replace [`Ordered`] without
-//! touching admission.
+//! own small trait so another (least loaded) can replace [`Ordered`] without touching
+//! admission. Under `routing = "spillover"` the picker also names the later routes whose
+//! free permits a new unit may take instead of waiting ([`Pick::Route::spill`]).
 
 use super::breakers::Breakers;
+use crate::config::Routing;
 use tokio::time::Instant;
 
 /// What an ordering rule may look at.
@@ -51,6 +53,9 @@ pub enum Pick {
         passed_over: Vec<usize>,
         /// The soonest one of those half-opens (a waiting unit goes back to it).
         preferred_reopen: Option<Instant>,
+        /// Spillover: later routes that admit calls and take spillover, in order; a new
+        /// unit takes the first of `route` and these with a free permit.
+        spill: Vec<usize>,
     },
     /// No route admits calls now; the soonest an open one half-opens (None: every route
     /// is forced open, or there are no routes).
@@ -63,6 +68,9 @@ pub enum Pick {
 /// Failover order plus breaker admission.
 pub struct RoutePicker {
     order: Box<dyn RouteOrder>,
+    routing: Routing,
+    /// Per route: whether it takes spillover (`spill`); missing means yes.
+    takes_spill: Vec<bool>,
 }
 
 impl Default for RoutePicker {
@@ -76,7 +84,21 @@ impl RoutePicker {
     pub fn new(order: impl RouteOrder + 'static) -> Self {
         RoutePicker {
             order: Box::new(order),
+            routing: Routing::Ordered,
+            takes_spill: Vec::new(),
         }
+    }
+
+    /// Sets the routing policy and which routes take spillover (by index).
+    pub fn with_spillover(mut self, takes_spill: Vec<bool>, routing: Routing) -> Self {
+        self.takes_spill = takes_spill;
+        self.routing = routing;
+        self
+    }
+
+    /// Whether new units spill onto later routes' free permits.
+    pub fn spills(&self) -> bool {
+        self.routing == Routing::Spillover
     }
 
     /// The first route in order whose breaker admits calls at `now`.
@@ -92,8 +114,20 @@ impl RoutePicker {
             };
         };
         let passed_over = order[..pos].to_vec();
+        // Failovers keep rule 6; only a unit's first attempt spills.
+        let spill = if self.spills() && input.last_failed.is_none() {
+            order[pos + 1..]
+                .iter()
+                .copied()
+                .filter(|r| self.takes_spill.get(*r).copied().unwrap_or(true))
+                .filter(|r| breakers.would_admit(*r, now))
+                .collect()
+        } else {
+            Vec::new()
+        };
         Pick::Route {
             route: order[pos],
+            spill,
             preferred_reopen: passed_over
                 .iter()
                 .filter_map(|r| breakers.reopens_at(*r))
@@ -106,6 +140,35 @@ impl RoutePicker {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn spillover_names_later_admitting_routes_that_take_spill_for_first_attempts_only() {
+        let t0 = Instant::now();
+        let cfg = BreakerSettings::default();
+        let b = LocalBreakers::new(4, cfg, t0);
+        for _ in 0..5 {
+            b.record(2, t0, Outcome::Timeout, false); // route 2 open
+        }
+        let picker = RoutePicker::new(Ordered)
+            .with_spillover(vec![true, true, true, false], Routing::Spillover);
+        let Pick::Route { route, spill, .. } = picker.pick(&b, input(&[0, 1, 2, 3], None), t0) else {
+            panic!("a route admits");
+        };
+        assert_eq!(
+            (route, spill),
+            (0, vec![1]),
+            "open 2 and spill=false 3 left out"
+        );
+        let Pick::Route { route, spill, .. } = picker.pick(&b, input(&[0, 1, 2, 3], Some(0)), t0) else {
+            panic!("a route admits");
+        };
+        assert_eq!((route, spill), (1, vec![]), "a failover follows rule 6");
+        let ordered = RoutePicker::new(Ordered).with_spillover(vec![true; 4], Routing::Ordered);
+        let Pick::Route { spill, .. } = ordered.pick(&b, input(&[0, 1, 2, 3], None), t0) else {
+            panic!("a route admits");
+        };
+        assert!(spill.is_empty());
+    }
     use crate::config::BreakerSettings;
     use crate::engine::breakers::LocalBreakers;
     use crate::provider::Outcome;
@@ -152,6 +215,7 @@ mod tests {
                 route: 2,
                 passed_over: vec![0, 1],
                 preferred_reopen: Some(t0 + cfg.open_for),
+                spill: vec![],
             }
         );
         b.record(2, t0, Outcome::InvalidModel, false);

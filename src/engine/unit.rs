@@ -5,8 +5,9 @@
 //! follows. Every unit ends with exactly one status (section 5).
 
 use super::breaker::{Admission, BreakerState, Transition};
-use super::bulkhead::{Permit, Waited, Wake, wait_for_permit};
+use super::bulkhead::{AnyWaited, Permit, Wake, wait_for_any_permit};
 use super::clock::deadline_after;
+use super::cost::{self, Refusal, Reservation};
 use super::events::{AttemptReason, Event};
 use super::outcome::{AttemptLog, Move, UnitResult, UnitStatus};
 use super::retry::Stop;
@@ -90,6 +91,8 @@ struct Slot {
     probe: bool,
     breaker: BreakerState,
     reason: AttemptReason,
+    /// The attempt's share of the cost budget, settled with its real cost.
+    reservation: Reservation,
 }
 
 /// A unit in flight: its result so far, its hunk deadline once started, its last failure.
@@ -259,10 +262,18 @@ async fn attempt(
         record: record.clone(),
     });
     warn_of_gateway(sh, route, &record);
+    let cost_usd = cost::attempt_cost(record.usage, route.prices);
+    route.observed.lock().expect("observed usage").learn(
+        req.prompt.chars(),
+        record.usage,
+        cost_usd,
+    );
+    sh.engine.cost.settle(slot.reservation, cost_usd);
     u.result.attempts.push(AttemptLog {
         number,
         started: now.saturating_duration_since(sh.start),
         probe: slot.probe,
+        cost_usd,
         record: record.clone(),
     });
     (record, extracted)
@@ -291,15 +302,16 @@ async fn acquire(sh: &Shared<'_>, u: &mut UnitRun<'_>) -> Result<Slot, Stop> {
             last_failed: u.last.as_ref().map(|l| l.route),
         };
         let now = Instant::now();
-        let (route, preferred_reopen) =
+        let (route, preferred_reopen, spill) =
             match sh.engine.picker.pick(&*sh.engine.breakers, input, now) {
                 Pick::Route {
                     route,
                     passed_over,
                     preferred_reopen,
+                    spill,
                 } => {
                     passed_over_events(sh, u.index(), &passed_over);
-                    (route, preferred_reopen)
+                    (route, preferred_reopen, spill)
                 }
                 Pick::NoneAdmits { reopen } => {
                     wait_for_reopen(sh, u, reopen, until, changed).await?;
@@ -315,23 +327,91 @@ async fn acquire(sh: &Shared<'_>, u: &mut UnitRun<'_>) -> Result<Slot, Stop> {
             until,
             cancel: &sh.cancel,
         };
-        let permit = match wait_for_permit(&*sh.engine.bulkhead, route, wake).await {
-            Waited::Permit(p) => p,
-            Waited::Rechoose => continue,
-            Waited::Expired if sh.budget_spent(Instant::now()) => {
-                return Err(u.stop_on_cancel(sh));
-            }
-            Waited::Expired if u.hunk_end.is_some() => {
-                return Err(Stop::new(
-                    UnitStatus::TimedOut,
-                    "the hunk budget ran out waiting for a route's concurrency permit",
-                ));
-            }
-            Waited::Expired => return Err(not_started(sh)),
-        };
-        if let Some(slot) = admit(sh, u, route, permit, reason)? {
-            return Ok(slot);
+        // Ordered: this route's permit. Spillover: the first free one of this route and
+        // the later routes that take spillover, else whichever frees first.
+        let candidates: Vec<usize> = std::iter::once(route).chain(spill).collect();
+        let (route, permit) =
+            match wait_for_any_permit(&*sh.engine.bulkhead, &candidates, wake).await {
+                AnyWaited::Permit(r, p) => (r, p),
+                AnyWaited::Rechoose => continue,
+                AnyWaited::Expired if sh.budget_spent(Instant::now()) => {
+                    return Err(u.stop_on_cancel(sh));
+                }
+                AnyWaited::Expired if u.hunk_end.is_some() => {
+                    return Err(Stop::new(
+                        UnitStatus::TimedOut,
+                        "the hunk budget ran out waiting for a route's concurrency permit",
+                    ));
+                }
+                AnyWaited::Expired => return Err(not_started(sh)),
+            };
+        match admit(sh, u, route, permit, reason)? {
+            Admitted::Slot(slot) => return Ok(slot),
+            Admitted::Rechoose => continue,
+            Admitted::CostInFlight => wait_for_settlement(sh, until).await,
         }
+    }
+}
+
+/// What [`admit`] decided.
+enum Admitted {
+    /// The attempt may start.
+    Slot(Slot),
+    /// Choose the route again (cancelled, or the breaker said no).
+    Rechoose,
+    /// The cost budget is held by attempts in flight: wait for one to settle.
+    CostInFlight,
+}
+
+/// Why the cost budget did not let an attempt start.
+enum CostWait {
+    /// Spend so far leaves no room: the unit ends.
+    Stop(Stop),
+    /// Reservations of attempts in flight are in the way; one may settle lower.
+    InFlight,
+}
+
+/// Rule of `[execution] costBudget`: sets this attempt's estimate aside, or says why not.
+/// A unit not started for cost is `skipped`; a started one that cannot afford a further
+/// attempt is `unavailable`.
+fn reserve_cost(sh: &Shared, u: &UnitRun, route: usize) -> Result<Reservation, CostWait> {
+    let budget = &sh.engine.cost;
+    let r = &sh.engine.routes[route];
+    let chars = u.work.prompt.chars();
+    let estimate =
+        r.observed
+            .lock()
+            .expect("observed usage")
+            .estimate(chars, r.prices, r.max_tokens);
+    budget.reserve(estimate).map_err(|refusal| match refusal {
+        Refusal::InFlight => CostWait::InFlight,
+        Refusal::Spent {
+            spent,
+            estimate,
+            limit,
+        } => {
+            let why = format!(
+                "cost budget: ${spent:.4} spent and this attempt on {} is estimated at ${estimate:.4}, past the ${limit:.2} costBudget",
+                r.name
+            );
+            let status = if u.hunk_end.is_some() {
+                UnitStatus::Unavailable
+            } else {
+                UnitStatus::Skipped
+            };
+            CostWait::Stop(Stop::new(status, why))
+        }
+    })
+}
+
+/// Waits until an attempt in flight settles its reservation (or the budget ends).
+async fn wait_for_settlement(sh: &Shared<'_>, until: Instant) {
+    let settled = sh.engine.cost.settled.notified();
+    tokio::select! {
+        biased;
+        _ = sh.cancel.cancelled() => {}
+        _ = settled => {}
+        _ = sleep_until(until) => {}
     }
 }
 
@@ -343,10 +423,10 @@ fn admit(
     route: usize,
     permit: Permit,
     reason: AttemptReason,
-) -> Result<Option<Slot>, Stop> {
+) -> Result<Admitted, Stop> {
     let now = Instant::now();
     if sh.cancel.is_cancelled() {
-        return Ok(None); // reported at the top of the loop
+        return Ok(Admitted::Rechoose); // reported at the top of the loop
     }
     if sh.budget_spent(now) {
         return Err(u.stop_on_cancel(sh));
@@ -362,19 +442,28 @@ fn admit(
         let left = h.saturating_duration_since(now);
         sh.retry.half_left(left, "after waiting for a permit")?;
     }
+    let reservation = match reserve_cost(sh, u, route) {
+        Ok(r) => r,
+        Err(CostWait::Stop(stop)) => return Err(stop),
+        Err(CostWait::InFlight) => return Ok(Admitted::CostInFlight),
+    };
     let breakers = &sh.engine.breakers;
     let (admission, transition) = breakers.admit(route, now);
     if let Some(t) = transition {
         announce(sh, &sh.engine.routes[route].name, t);
     }
     Ok(match admission {
-        Admission::No => None,
-        a => Some(Slot {
+        Admission::No => {
+            sh.engine.cost.settle(reservation, None);
+            Admitted::Rechoose
+        }
+        a => Admitted::Slot(Slot {
             route,
             permit,
             probe: a == Admission::Probe,
             breaker: breakers.state(route),
             reason,
+            reservation,
         }),
     })
 }
@@ -458,18 +547,41 @@ async fn wait_for_reopen(
             "no routes are configured",
         ));
     }
-    let Some(reopen) = reopen else {
+    // A half-open route with its probe in flight decides soon: wait for its verdict.
+    let probing =
+        (0..sh.engine.routes.len()).any(|r| sh.engine.breakers.state(r) == BreakerState::HalfOpen);
+    let wake_at = match (reopen, probing) {
+        (_, true) => reopen.unwrap_or(until).min(until),
+        (Some(t), false) => t,
+        (None, false) => {
+            return Err(Stop::new(
+                UnitStatus::Unavailable,
+                "every route is forced open (auth or invalid model)",
+            ));
+        }
+    };
+    // No idle waiting: a breaker that reopens only after this unit's deadline cannot
+    // serve it, so the unit ends now instead of holding the review open.
+    if !probing && wake_at >= until {
+        let which = if u.hunk_end.is_some() {
+            "hunk"
+        } else {
+            "review"
+        };
         return Err(Stop::new(
             UnitStatus::Unavailable,
-            "every route is forced open (auth or invalid model)",
+            format!(
+                "every route's breaker is open until after the {which} deadline (the soonest reopens {} after it)",
+                crate::config::format_duration(wake_at.saturating_duration_since(until))
+            ),
         ));
-    };
+    }
     u.waited_for_open_routes = true;
     tokio::select! {
         biased;
         _ = sh.cancel.cancelled() => {}
         _ = changed => {}
-        _ = sleep_until(reopen.min(until)) => {}
+        _ = sleep_until(wake_at.min(until)) => {}
     }
     if Instant::now() >= until && !sh.cancel.is_cancelled() {
         return Err(all_open());

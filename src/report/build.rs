@@ -50,6 +50,8 @@ pub fn build(
     let mut findings: Vec<Finding> = units.iter().flat_map(|u| u.findings.clone()).collect();
     sort_findings(&mut findings);
     summary.findings = findings.len();
+    let routes = metrics::route_metrics(engine, &units, verification.map(|v| &v.engine));
+    summary.cost_usd = routes.values().map(|r| r.cost_usd).sum();
     Report {
         schema_version: SCHEMA_VERSION,
         outcome: summary.outcome(),
@@ -58,7 +60,8 @@ pub fn build(
         budget_ms: engine.budget.as_millis() as u64,
         budget_expired: engine.budget_expired,
         interrupted: engine.interrupted,
-        routes: metrics::route_metrics(engine, &units, verification.map(|v| &v.engine)),
+        routing: routing_report(engine, &summary, settings.execution.cost_budget),
+        routes,
         route_order: engine.route_order.clone(),
         counters: counters(&units, &summary),
         summary,
@@ -267,5 +270,30 @@ pub(super) fn counters(units: &[UnitReport], summary: &Summary) -> Counters {
         failovers: moves().filter(|w| w[0] != w[1]).count(),
         retries: moves().filter(|w| w[0] == w[1]).count(),
         units_not_reviewed: summary.units - summary.reviewed,
+    }
+}
+
+/// The routing section: the policy, and under ordered routing the idle capacity of
+/// routes that would have taken spillover, with a hint when units went unreviewed for it.
+fn routing_report(
+    engine: &EngineReport,
+    summary: &Summary,
+    cost_budget: Option<f64>,
+) -> super::RoutingReport {
+    let idle = engine.idle_slot_time.as_secs_f64() / 60.0;
+    let idle = (idle * 10.0).round() / 10.0;
+    let ordered = engine.routing == crate::config::Routing::Ordered;
+    let hint = (ordered && summary.skipped > 0 && idle > 0.0).then(|| {
+        format!(
+            "{} unit{} skipped while later routes had {idle} slot-minutes idle; routing = \"spillover\" in [execution] would use them",
+            summary.skipped,
+            if summary.skipped == 1 { " was" } else { "s were" }
+        )
+    });
+    super::RoutingReport {
+        policy: engine.routing.as_str().to_string(),
+        cost_budget_usd: cost_budget,
+        idle_slot_minutes: idle,
+        hint,
     }
 }

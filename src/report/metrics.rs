@@ -82,6 +82,10 @@ pub struct RouteMetrics {
     pub output_tokens: u64,
     /// Cost, when providers report it (OpenRouter: USD credits).
     pub cost: Option<f64>,
+    /// What this route's attempts cost, USD (provider-reported, else tokens at the
+    /// route's prices; unknown counts as nothing).
+    #[serde(default)]
+    pub cost_usd: f64,
     /// Its breaker.
     pub breaker: BreakerReport,
 }
@@ -220,6 +224,7 @@ fn figures(
         input_tokens: attempts.iter().filter_map(|a| a.input_tokens).sum(),
         output_tokens: attempts.iter().filter_map(|a| a.output_tokens).sum(),
         cost: (!costs.is_empty()).then(|| costs.iter().sum()),
+        cost_usd: attempts.iter().filter_map(|a| a.cost_usd).sum(),
         breaker: BreakerReport {
             state: summary.breaker,
             opens: summary.opens,

@@ -107,6 +107,9 @@ pub struct Report {
     pub route_order: Vec<String>,
     /// Figures per route name.
     pub routes: BTreeMap<String, RouteMetrics>,
+    /// The routing policy and the capacity it left idle.
+    #[serde(default)]
+    pub routing: RoutingReport,
     /// The thresholds this report was filtered and judged with.
     pub fail_on: String,
     /// The default `reportOn` (skills may set their own).
@@ -145,7 +148,7 @@ pub struct MissingShard {
 }
 
 /// Units by final status, and findings.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct Summary {
     /// Units planned.
@@ -169,6 +172,26 @@ pub struct Summary {
     /// Findings the model returned that were dropped (outside the chunk, invalid) or
     /// filtered (below minConfidence or reportOn, over maxFindings).
     pub findings_dropped: usize,
+    /// What the review's attempts cost, USD (every route and pass; attempts whose cost is
+    /// unknown count as nothing).
+    #[serde(default)]
+    pub cost_usd: f64,
+}
+
+/// How new units chose routes, and what the other policy would have used.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct RoutingReport {
+    /// `ordered` or `spillover`.
+    pub policy: String,
+    /// The cost budget, USD, when one was set.
+    pub cost_budget_usd: Option<f64>,
+    /// Under ordered routing: minutes of free permits on later routes that take
+    /// spillover while units waited for a preferred route.
+    pub idle_slot_minutes: f64,
+    /// For people: when units were skipped while those permits sat idle.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hint: Option<String>,
 }
 
 /// Review-level counters across all routes.
@@ -271,6 +294,10 @@ pub struct AttemptReport {
     pub output_tokens: Option<u64>,
     /// Its cost, when reported.
     pub cost: Option<f64>,
+    /// What the attempt cost, USD: the provider's figure, else tokens at the route's
+    /// prices (null when neither is known).
+    #[serde(default)]
+    pub cost_usd: Option<f64>,
     /// A rate limit's Retry-After.
     pub retry_after_ms: Option<u64>,
     /// A half-open breaker probe.
@@ -368,6 +395,7 @@ impl From<&crate::engine::AttemptLog> for AttemptReport {
             input_tokens: r.usage.and_then(|u| u.input_tokens),
             output_tokens: r.usage.and_then(|u| u.output_tokens),
             cost: r.usage.and_then(|u| u.cost),
+            cost_usd: a.cost_usd,
             retry_after_ms: r.retry_after.map(ms),
             probe: a.probe,
             reason: r.reason.clone(),

@@ -216,6 +216,12 @@ fn routes(out: &mut String, r: &Report) {
 
 /// Verification, skipped files, trust, skills, cache, and the outcome line.
 fn footer(out: &mut String, r: &Report) {
+    if let Some(line) = cost_line(r) {
+        let _ = writeln!(out, "{line}");
+    }
+    if let Some(hint) = &r.routing.hint {
+        let _ = writeln!(out, "{}", style(format!("Routing: {hint}")).yellow());
+    }
     if let Some(v) = &r.verification {
         let shed = v.units - v.completed;
         let _ = writeln!(
@@ -299,4 +305,26 @@ fn provenance(out: &mut String, r: &Report) {
             escape::inline(&crate::trust::skills_line(&r.skills, r.trust.as_ref()))
         );
     }
+}
+
+/// `Cost: $0.0123 (primary $0.0100, fallback $0.0023) of a $2.50 budget`; None when no
+/// attempt's cost is known and no budget is set.
+fn cost_line(r: &Report) -> Option<String> {
+    let budget = r.routing.cost_budget_usd;
+    if r.summary.cost_usd == 0.0 && budget.is_none() {
+        return None;
+    }
+    let per_route: Vec<String> = r
+        .route_order
+        .iter()
+        .map(|n| format!("{n} ${:.4}", r.routes[n].cost_usd))
+        .collect();
+    Some(format!(
+        "Cost: ${:.4} ({}){}",
+        r.summary.cost_usd,
+        escape::inline(&per_route.join(", ")),
+        budget
+            .map(|b| format!(" of a ${b:.2} budget"))
+            .unwrap_or_default()
+    ))
 }

@@ -56,10 +56,7 @@ fn run(
     let engine = Engine::new(
         routes
             .into_iter()
-            .map(|(provider, max_concurrency)| EngineRoute {
-                provider,
-                max_concurrency,
-            })
+            .map(|(provider, max_concurrency)| EngineRoute::new(provider, max_concurrency))
             .collect(),
         exec,
         sink,

@@ -50,10 +50,7 @@ async fn run_with(
     let sink = Sink::new(move |e| tl.lock().unwrap().push((t0.elapsed(), e)));
     let routes = routes
         .into_iter()
-        .map(|(p, cap)| EngineRoute {
-            provider: p as Arc<dyn Provider>,
-            max_concurrency: cap,
-        })
+        .map(|(p, cap)| EngineRoute::new(p as Arc<dyn Provider>, cap))
         .collect();
     let report = Engine::new(routes, exec, sink)
         .run(work, CancellationToken::new())
@@ -409,10 +406,7 @@ async fn an_interrupt_cancels_in_flight_attempts_and_keeps_findings() {
         t.cancel();
     });
     let engine = Engine::new(
-        vec![EngineRoute {
-            provider: a as Arc<dyn Provider>,
-            max_concurrency: 1,
-        }],
+        vec![EngineRoute::new(a as Arc<dyn Provider>, 1)],
         exec(),
         Sink::none(),
     );
@@ -491,10 +485,7 @@ impl warden::engine::Answerer for EvenUnits {
 async fn an_answerer_ends_units_before_dispatch_without_a_request() {
     let a = Scripted::always("a", Step::Ok(S(1), 1));
     let engine = Engine::new(
-        vec![EngineRoute {
-            provider: a.clone() as Arc<dyn Provider>,
-            max_concurrency: 1,
-        }],
+        vec![EngineRoute::new(a.clone() as Arc<dyn Provider>, 1)],
         exec(),
         Sink::none(),
     )

@@ -24,6 +24,7 @@ mod provider;
 mod provider_trust;
 mod report_formats;
 mod review_e2e;
+mod routing;
 mod scan_policy;
 mod selection;
 mod skills;

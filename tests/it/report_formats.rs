@@ -118,10 +118,12 @@ fn model_finding(sev: Severity, line: u32, title: &str, desc: &str) -> ModelFind
 /// unwrap found on the fallback after a failover, a unit timed out, one never started.
 fn result(plan: &Plan, index: usize) -> UnitResult {
     let unit = &plan.units[index];
+    // Every attempt's usage: 1,200 input and 80 output tokens at $3 / $15 per million.
     let attempt = |number, record| AttemptLog {
         number,
         started: Duration::ZERO,
         probe: false,
+        cost_usd: Some(0.0048),
         record,
     };
     let mut r = UnitResult {
@@ -214,6 +216,10 @@ pub fn fixture_with(settings: &Settings) -> Report {
             ("fallback".to_string(), route_summary(BreakerState::Closed)),
         ]),
         route_order: vec!["primary".into(), "fallback".into()],
+        routing: warden::config::Routing::Ordered,
+        // The fallback's 4 permits sat free for 52.5 s while units waited: 3.5 slot-minutes.
+        idle_slot_time: Duration::from_secs(210),
+        cost_usd: 0.0192,
     };
     let mut r = report::build(&plan, &engine, settings, &active, None);
     // What review::run adds from the trust model and the repository.

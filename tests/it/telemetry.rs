@@ -136,14 +136,8 @@ fn attempt_spans_carry_genai_and_policy_attributes() {
     };
     let engine = Engine::new(
         vec![
-            EngineRoute {
-                provider: a as Arc<dyn Provider>,
-                max_concurrency: 1,
-            },
-            EngineRoute {
-                provider: b as Arc<dyn Provider>,
-                max_concurrency: 1,
-            },
+            EngineRoute::new(a as Arc<dyn Provider>, 1),
+            EngineRoute::new(b as Arc<dyn Provider>, 1),
         ],
         exec,
         warden::telemetry::Telemetry::spans_only(false).sink(),

@@ -39,6 +39,8 @@ pub struct Scripted {
     pub peak: AtomicUsize,
     /// (call number, start, deadline given) per call.
     pub log: Mutex<Vec<(usize, Instant, Duration)>>,
+    /// Output tokens an answer reports (input: the prompt's characters / 4), if any.
+    output_tokens: Option<u64>,
 }
 
 impl Scripted {
@@ -51,7 +53,20 @@ impl Scripted {
             in_flight: AtomicUsize::new(0),
             peak: AtomicUsize::new(0),
             log: Mutex::new(Vec::new()),
+            output_tokens: None,
         })
+    }
+
+    /// As [`Scripted::new`], with answers that report usage: input tokens of a quarter of
+    /// the prompt's characters, `output_tokens` output tokens.
+    pub fn with_usage(
+        name: &str,
+        output_tokens: u64,
+        script: impl Fn(usize) -> Step + Send + Sync + 'static,
+    ) -> Arc<Self> {
+        let mut s = Arc::into_inner(Self::new(name, script)).expect("just made");
+        s.output_tokens = Some(output_tokens);
+        Arc::new(s)
     }
 
     pub fn always(name: &str, step: Step) -> Arc<Self> {
@@ -121,6 +136,11 @@ impl Scripted {
                     warden::findings::extract(&answer, req.lines.0, req.lines.1).unwrap();
                 record.outcome = Outcome::Ok;
                 record.reason = "ok".into();
+                record.usage = self.output_tokens.map(|o| warden::provider::Usage {
+                    input_tokens: Some((req.prompt.chars() / 4) as u64),
+                    output_tokens: Some(o),
+                    cost: None,
+                });
                 Attempt {
                     record,
                     extracted: Some(extracted),
