@@ -2,7 +2,9 @@
 //! primary `slow-tail` (cap 4), fallback `healthy` (cap 4), budgets 15 / 5 / 2 minutes.
 //! Compares warden's engine with a model of the old reviewer (no deadline, 3 hunk retries
 //! × 3 provider attempts, global concurrency 4, a global breaker that opens after 5
-//! consecutive failed hunks and that any success resets) on the same random draws.
+//! consecutive failed hunks and that any success resets) on the same random draws, and
+//! warden's two routing policies side by side (`ordered`, `spillover`), then the same for
+//! a 60-unit review.
 //!   cargo bench --bench engine_sim [-- SEEDS]
 
 use rand::SeedableRng;
@@ -13,13 +15,15 @@ use std::time::Duration;
 use tokio::sync::Semaphore;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
-use warden::config::{Execution, Route};
+use warden::config::{Execution, Route, Routing};
 use warden::engine::{Engine, EngineRoute, Sink, UnitStatus, UnitWork};
 use warden::prompt::Prompt;
 use warden::provider::sim::{Draw, Profile, SimProvider};
 use warden::provider::{AttemptRequest, Outcome, Provider};
 
 const UNITS: usize = 200;
+/// The smaller review of the second figure.
+const SMALL: usize = 60;
 
 fn draw(profile: &Profile, seed: u64, unit: usize, attempt: u64) -> Draw {
     let s = seed
@@ -45,7 +49,7 @@ struct Figures {
     wasted_minutes: f64,
 }
 
-fn ours(seed: u64) -> Figures {
+fn ours(seed: u64, routing: Routing, n_units: usize) -> Figures {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_time()
         .start_paused(true)
@@ -64,7 +68,7 @@ fn ours(seed: u64) -> Figures {
             EngineRoute::new(Arc::new(primary) as Arc<dyn Provider>, 4),
             EngineRoute::new(Arc::new(fallback) as Arc<dyn Provider>, 4),
         ];
-        let units = (0..UNITS)
+        let units = (0..n_units)
             .map(|i| UnitWork {
                 index: i,
                 prompt: Prompt {
@@ -77,7 +81,11 @@ fn ours(seed: u64) -> Figures {
                 routes: vec![],
             })
             .collect();
-        let r = Engine::new(routes, Execution::default(), Sink::none())
+        let exec = Execution {
+            routing,
+            ..Execution::default()
+        };
+        let r = Engine::new(routes, exec, Sink::none())
             .run(units, CancellationToken::new())
             .await;
         let attempts: Vec<_> = r.units.iter().flat_map(|u| &u.attempts).collect();
@@ -197,7 +205,7 @@ fn main() {
         "200 units; primary slow-tail (cap 4), fallback healthy (cap 4); budgets 15m/5m/2m; paused clock"
     );
     println!(
-        "{:<6} {:<6} {:>10} {:>10} {:>12} {:>9} {:>14} {:>14}",
+        "{:<6} {:<8} {:>8} {:>10} {:>12} {:>9} {:>14} {:>14}",
         "seed", "policy", "in 15 min", "reviewed", "wall", "attempts", "provider-min", "wasted-min"
     );
     if std::env::var_os("SIM_DEBUG").is_some() {
@@ -210,10 +218,15 @@ fn main() {
             );
         }
     }
+    let mut ratios = Vec::new();
+    let mut small = Vec::new();
     for seed in 1..=seeds {
-        for (name, f) in [("warden", ours(seed)), ("old", old(seed))] {
+        let ordered = ours(seed, Routing::Ordered, UNITS);
+        let spill = ours(seed, Routing::Spillover, UNITS);
+        ratios.push(spill.reviewed_in_budget as f64 / ordered.reviewed_in_budget.max(1) as f64);
+        for (name, f) in [("old", old(seed)), ("ordered", ordered), ("spill", spill)] {
             println!(
-                "{seed:<6} {name:<6} {:>10} {:>10} {:>10.1} m {:>9} {:>14.0} {:>14.0}",
+                "{seed:<6} {name:<8} {:>8} {:>10} {:>10.1} m {:>9} {:>14.0} {:>14.0}",
                 f.reviewed_in_budget,
                 f.reviewed_total,
                 f.wall.as_secs_f64() / 60.0,
@@ -222,5 +235,35 @@ fn main() {
                 f.wasted_minutes
             );
         }
+        let o = ours(seed, Routing::Ordered, SMALL).reviewed_in_budget;
+        let s = ours(seed, Routing::Spillover, SMALL).reviewed_in_budget;
+        small.push((o, s));
+    }
+    println!();
+    println!("spillover / ordered, units reviewed in 15 min (200 units):");
+    for (i, r) in ratios.iter().enumerate() {
+        println!("  seed {}: {r:.2}x", i + 1);
+    }
+    println!("  median {:.2}x", median(&ratios));
+    println!("{SMALL}-unit review, units reviewed (ordered, spillover):");
+    for (i, (o, s)) in small.iter().enumerate() {
+        println!("  seed {}: {o} / {s}", i + 1);
+    }
+    let so: Vec<f64> = small.iter().map(|(o, _)| *o as f64).collect();
+    let ss: Vec<f64> = small.iter().map(|(_, s)| *s as f64).collect();
+    println!("  median {} / {} of {SMALL}", median(&so), median(&ss));
+}
+
+fn median(v: &[f64]) -> f64 {
+    let mut v = v.to_vec();
+    v.sort_by(f64::total_cmp);
+    if v.is_empty() {
+        return 0.0;
+    }
+    let m = v.len() / 2;
+    if v.len() % 2 == 1 {
+        v[m]
+    } else {
+        (v[m - 1] + v[m]) / 2.0
     }
 }

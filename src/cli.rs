@@ -46,6 +46,45 @@ pub enum Command {
     Cache(CacheArgs),
     /// Join the shard reports of one review (`review --shard K/N --json`) into its report.
     Merge(MergeArgs),
+    /// Predict a review: run the plan through the engine on a simulated clock with each
+    /// route's latency profile, for both routing policies; calls no model.
+    Simulate(SimulateArgs),
+}
+
+/// `warden simulate`.
+#[derive(Debug, Clone, Args)]
+pub struct SimulateArgs {
+    /// Which diff.
+    #[command(flatten)]
+    pub selection: Selection,
+    /// Runs (seeds) per routing policy.
+    #[arg(long, default_value_t = 5, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub runs: u32,
+    /// Play ROUTE with the named profile (healthy, slow-tail, outage, flaky,
+    /// rate-limited); repeatable.
+    #[arg(long = "profile", value_name = "ROUTE=NAME", value_parser = parse_route_profile)]
+    pub profiles: Vec<(String, String)>,
+    /// Fit each route's profile from the JSONL trace of an earlier review (`--trace`).
+    #[arg(long, value_name = "FILE")]
+    pub from_trace: Option<PathBuf>,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
+    /// Output settings.
+    #[command(flatten)]
+    pub ui: Ui,
+}
+
+/// `--profile ROUTE=NAME`.
+fn parse_route_profile(s: &str) -> Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((r, p)) if !r.trim().is_empty() && !p.trim().is_empty() => {
+            Ok((r.trim().to_string(), p.trim().to_string()))
+        }
+        _ => Err(format!(
+            "`{s}`: write ROUTE=PROFILE, for example --profile primary=slow-tail"
+        )),
+    }
 }
 
 /// Which diff to review, and where the repository and config are.

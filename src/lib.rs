@@ -25,6 +25,7 @@ pub mod review;
 pub mod scan;
 pub mod severity;
 pub mod shard;
+pub mod simulate;
 pub mod skills;
 pub mod telemetry;
 pub mod trust;

@@ -149,7 +149,7 @@ async fn tick(sink: Sink) {
 
 /// The plan's units as engine work: prompts included, and each unit restricted to its
 /// skill's routes (consolidated skills name the same routes; config checks that).
-fn units(plan: &Plan, skills: &[ActiveSkill], settings: &Settings) -> Vec<UnitWork> {
+pub fn units(plan: &Plan, skills: &[ActiveSkill], settings: &Settings) -> Vec<UnitWork> {
     let route_index = |name: &String| settings.routes.iter().position(|r| r.name == *name);
     plan.units
         .iter()

@@ -6,6 +6,7 @@ mod init;
 mod merge;
 mod review;
 mod signals;
+mod simulate;
 mod skills;
 
 use std::io::IsTerminal;
@@ -25,6 +26,7 @@ pub fn run(cli: Cli) -> Result<i32> {
         Some(Command::Skills(args)) => skills::skills_cmd(&args),
         Some(Command::Init(args)) => init::init_cmd(&args),
         Some(Command::Cache(args)) => cache::cache_cmd(&args),
+        Some(Command::Simulate(args)) => simulate::simulate_cmd(&args),
         Some(Command::Review(args)) => review::review_cmd(&args),
         Some(Command::Merge(args)) => merge::merge_cmd(&args),
         None => review::review_cmd(&cli.review),

@@ -28,6 +28,12 @@ pub trait Bulkhead: Send + Sync {
     fn acquire(&self, route: usize) -> BoxFuture<'_, Permit>;
     /// One of `route`'s permits if one is free now (spillover asks before it waits).
     fn try_acquire(&self, route: usize) -> Option<Permit>;
+    /// Waits for a permit for a unit that has not started. Units already started (a
+    /// retry or failover, their hunk budget running) go first: by default there is no
+    /// distinction.
+    fn acquire_new(&self, route: usize) -> BoxFuture<'_, Permit> {
+        self.acquire(route)
+    }
     /// The route's cap.
     fn cap(&self, route: usize) -> usize;
     /// The most permits of the route held at once so far.
@@ -36,6 +42,10 @@ pub trait Bulkhead: Send + Sync {
 
 struct LocalRoute {
     permits: Arc<Semaphore>,
+    /// Units not started queue here (in order) and only the first of them waits among
+    /// the permits' waiters, so a started unit's failover is never behind a queue of new
+    /// units whose hunk budgets have not begun.
+    lobby: tokio::sync::Mutex<()>,
     cap: usize,
     held: Arc<AtomicUsize>,
     peak: Arc<AtomicUsize>,
@@ -51,6 +61,7 @@ impl LocalBulkhead {
             caps.into_iter()
                 .map(|cap| LocalRoute {
                     permits: Arc::new(Semaphore::new(cap.max(1))),
+                    lobby: tokio::sync::Mutex::new(()),
                     cap: cap.max(1),
                     held: Arc::default(),
                     peak: Arc::default(),
@@ -106,6 +117,14 @@ impl Bulkhead for LocalBulkhead {
             .map(|p| r.held(p))
     }
 
+    fn acquire_new(&self, route: usize) -> BoxFuture<'_, Permit> {
+        let r = &self.0[route];
+        Box::pin(async move {
+            let _first_in_line = r.lobby.lock().await;
+            self.acquire(route).await
+        })
+    }
+
     fn cap(&self, route: usize) -> usize {
         self.0[route].cap
     }
@@ -140,7 +159,7 @@ pub struct Wake<'a, 'n> {
 
 /// Waits for a permit of `route`, or for a reason to choose again, within `wake.until`.
 pub async fn wait_for_permit(bulkhead: &dyn Bulkhead, route: usize, wake: Wake<'_, '_>) -> Waited {
-    match wait_for_any_permit(bulkhead, &[route], wake).await {
+    match wait_for_any_permit(bulkhead, &[route], false, wake).await {
         AnyWaited::Permit(_, p) => Waited::Permit(p),
         AnyWaited::Rechoose => Waited::Rechoose,
         AnyWaited::Expired => Waited::Expired,
@@ -159,10 +178,12 @@ pub enum AnyWaited {
 
 /// Spillover's wait: the first free permit of `routes` (in their order) if one is free
 /// now, else whichever of them frees first, or a reason to choose again. So no permit
-/// of these routes sits free while this unit waits.
+/// of these routes sits free while this unit waits. `fresh`: the unit has not started
+/// (started units are served first).
 pub async fn wait_for_any_permit(
     bulkhead: &dyn Bulkhead,
     routes: &[usize],
+    fresh: bool,
     wake: Wake<'_, '_>,
 ) -> AnyWaited {
     for r in routes {
@@ -173,7 +194,14 @@ pub async fn wait_for_any_permit(
     let reopen = wake.preferred_reopen.filter(|t| *t < wake.until);
     let any = futures_util::future::select_all(routes.iter().map(|r| {
         let r = *r;
-        Box::pin(async move { (r, bulkhead.acquire(r).await) }) as BoxFuture<'_, _>
+        Box::pin(async move {
+            let p = if fresh {
+                bulkhead.acquire_new(r).await
+            } else {
+                bulkhead.acquire(r).await
+            };
+            (r, p)
+        }) as BoxFuture<'_, _>
     }));
     tokio::select! {
         biased;
@@ -192,6 +220,39 @@ mod tests {
     use tokio::sync::Notify;
 
     #[tokio::test(start_paused = true)]
+    async fn a_started_unit_goes_before_units_that_have_not_started() {
+        let b = Arc::new(LocalBulkhead::new([1]));
+        let held = b.acquire(0).await;
+        let order = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let mut tasks = Vec::new();
+        for i in 0..3 {
+            let (b, order) = (b.clone(), order.clone());
+            tasks.push(tokio::spawn(async move {
+                let p = b.acquire_new(0).await;
+                order.lock().unwrap().push(format!("new{i}"));
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                drop(p);
+            }));
+            tokio::task::yield_now().await;
+        }
+        let (b2, order2) = (b.clone(), order.clone());
+        tasks.push(tokio::spawn(async move {
+            let p = b2.acquire(0).await;
+            order2.lock().unwrap().push("failover".to_string());
+            drop(p);
+        }));
+        tokio::task::yield_now().await;
+        drop(held);
+        for t in tasks {
+            t.await.unwrap();
+        }
+        let order = order.lock().unwrap().clone();
+        // The first new unit was already waiting among the permits' waiters; the
+        // failover comes right after it, before the other new units.
+        assert_eq!(order, ["new0", "failover", "new1", "new2"]);
+    }
+
+    #[tokio::test(start_paused = true)]
     async fn a_wait_for_several_routes_takes_the_first_free_then_the_first_freed() {
         let b = LocalBulkhead::new([1, 1]);
         let notify = Notify::new();
@@ -205,14 +266,15 @@ mod tests {
         };
         let changed = notify.notified();
         tokio::pin!(changed);
-        let AnyWaited::Permit(r0, p0) = wait_for_any_permit(&b, &[0, 1], wake(changed)).await
+        let AnyWaited::Permit(r0, p0) = wait_for_any_permit(&b, &[0, 1], true, wake(changed)).await
         else {
             panic!("route 0 is free");
         };
         assert_eq!(r0, 0, "config order first");
         let changed = notify.notified();
         tokio::pin!(changed);
-        let AnyWaited::Permit(r1, _p1) = wait_for_any_permit(&b, &[0, 1], wake(changed)).await
+        let AnyWaited::Permit(r1, _p1) =
+            wait_for_any_permit(&b, &[0, 1], true, wake(changed)).await
         else {
             panic!("route 1 is free");
         };
@@ -224,7 +286,8 @@ mod tests {
         });
         let changed = notify.notified();
         tokio::pin!(changed);
-        let AnyWaited::Permit(r, _p) = wait_for_any_permit(&b, &[0, 1], wake(changed)).await else {
+        let AnyWaited::Permit(r, _p) = wait_for_any_permit(&b, &[0, 1], true, wake(changed)).await
+        else {
             panic!("route 0 frees at 7 s");
         };
         assert_eq!((r, start.elapsed()), (0, Duration::from_secs(7)));

@@ -151,7 +151,8 @@ mod tests {
         }
         let picker = RoutePicker::new(Ordered)
             .with_spillover(vec![true, true, true, false], Routing::Spillover);
-        let Pick::Route { route, spill, .. } = picker.pick(&b, input(&[0, 1, 2, 3], None), t0) else {
+        let Pick::Route { route, spill, .. } = picker.pick(&b, input(&[0, 1, 2, 3], None), t0)
+        else {
             panic!("a route admits");
         };
         assert_eq!(
@@ -159,7 +160,8 @@ mod tests {
             (0, vec![1]),
             "open 2 and spill=false 3 left out"
         );
-        let Pick::Route { route, spill, .. } = picker.pick(&b, input(&[0, 1, 2, 3], Some(0)), t0) else {
+        let Pick::Route { route, spill, .. } = picker.pick(&b, input(&[0, 1, 2, 3], Some(0)), t0)
+        else {
             panic!("a route admits");
         };
         assert_eq!((route, spill), (1, vec![]), "a failover follows rule 6");

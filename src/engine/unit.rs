@@ -330,21 +330,27 @@ async fn acquire(sh: &Shared<'_>, u: &mut UnitRun<'_>) -> Result<Slot, Stop> {
         // Ordered: this route's permit. Spillover: the first free one of this route and
         // the later routes that take spillover, else whichever frees first.
         let candidates: Vec<usize> = std::iter::once(route).chain(spill).collect();
-        let (route, permit) =
-            match wait_for_any_permit(&*sh.engine.bulkhead, &candidates, wake).await {
-                AnyWaited::Permit(r, p) => (r, p),
-                AnyWaited::Rechoose => continue,
-                AnyWaited::Expired if sh.budget_spent(Instant::now()) => {
-                    return Err(u.stop_on_cancel(sh));
-                }
-                AnyWaited::Expired if u.hunk_end.is_some() => {
-                    return Err(Stop::new(
-                        UnitStatus::TimedOut,
-                        "the hunk budget ran out waiting for a route's concurrency permit",
-                    ));
-                }
-                AnyWaited::Expired => return Err(not_started(sh)),
-            };
+        let (route, permit) = match wait_for_any_permit(
+            &*sh.engine.bulkhead,
+            &candidates,
+            u.hunk_end.is_none(),
+            wake,
+        )
+        .await
+        {
+            AnyWaited::Permit(r, p) => (r, p),
+            AnyWaited::Rechoose => continue,
+            AnyWaited::Expired if sh.budget_spent(Instant::now()) => {
+                return Err(u.stop_on_cancel(sh));
+            }
+            AnyWaited::Expired if u.hunk_end.is_some() => {
+                return Err(Stop::new(
+                    UnitStatus::TimedOut,
+                    "the hunk budget ran out waiting for a route's concurrency permit",
+                ));
+            }
+            AnyWaited::Expired => return Err(not_started(sh)),
+        };
         match admit(sh, u, route, permit, reason)? {
             Admitted::Slot(slot) => return Ok(slot),
             Admitted::Rechoose => continue,

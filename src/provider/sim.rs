@@ -170,6 +170,15 @@ impl SimProvider {
         }
     }
 
+    /// A sim route that plays `profile` instead of the route's named one (`warden
+    /// simulate` with `--profile` or a profile fitted from a trace).
+    pub fn with_profile(route: &Route, profile: Profile) -> Self {
+        SimProvider {
+            profile,
+            ..SimProvider::new(route)
+        }
+    }
+
     /// A sim route whose draws come from `f` instead of the profile.
     pub fn with_draws(
         route: &Route,

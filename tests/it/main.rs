@@ -27,6 +27,7 @@ mod review_e2e;
 mod routing;
 mod scan_policy;
 mod selection;
+mod simulate;
 mod skills;
 mod telemetry;
 mod trust;

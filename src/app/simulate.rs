@@ -1,0 +1,39 @@
+//! `warden simulate`: prepare the plan, give each route a latency profile, run both
+//! routing policies on a paused clock, print the prediction.
+
+use super::{emit, setup_color, warn};
+use std::collections::BTreeMap;
+use warden::cli::SimulateArgs;
+use warden::error::Result;
+use warden::prepare::prepare;
+use warden::report::escape;
+use warden::simulate::{self, SimulateInput};
+
+pub(super) fn simulate_cmd(args: &SimulateArgs) -> Result<i32> {
+    setup_color(&args.ui, false);
+    let prepared = prepare(&args.selection.resolve()?)?;
+    warn(&args.ui, &prepared.settings);
+    let fitted = match &args.from_trace {
+        Some(path) => simulate::fit::from_trace(path)?,
+        None => BTreeMap::new(),
+    };
+    let profiles = simulate::profiles(&prepared.settings, &args.profiles, &fitted)?;
+    let units = warden::review::units(&prepared.plan, &prepared.active, &prepared.settings);
+    let budget = prepared.settings.execution.review_budget;
+    let input = SimulateInput {
+        units,
+        settings: prepared.settings,
+        profiles,
+        runs: args.runs as usize,
+    };
+    let prediction = simulate::run(&input)?;
+    let text = if args.json {
+        let mut s = serde_json::to_string_pretty(&prediction).expect("prediction serializes");
+        s.push('\n');
+        escape::json_doc(&s)
+    } else {
+        escape::block(&simulate::render_text(&prediction, budget))
+    };
+    emit(None, &text)?;
+    Ok(0)
+}

@@ -1,0 +1,217 @@
+//! `warden simulate`: the plan through the real engine on a paused clock, each route a
+//! latency profile, both routing policies. Its prediction for a config of sim routes is
+//! checked against what `warden review` then does with the same config.
+
+use crate::support::*;
+use serde_json::Value;
+
+/// A repository with `files` changed files and, outside it, a config of two sim routes
+/// played 60x faster with budgets scaled to match (15 s ≈ 15 minutes).
+fn setup(files: usize, routing: &str, budget: &str) -> (Repo, tempfile::TempDir) {
+    let repo = Repo::new();
+    for i in 0..files {
+        repo.write(&format!("src/s{i}.rs"), source_lines(30, &format!("s{i}")));
+    }
+    repo.commit_all("base");
+    for i in 0..files {
+        repo.write(&format!("src/s{i}.rs"), source_lines(32, &format!("s{i}")));
+    }
+    let cfg = tempfile::tempdir().unwrap();
+    std::fs::write(
+        cfg.path().join("warden.toml"),
+        format!(
+            r#"version = 1
+[execution]
+routing = "{routing}"
+reviewBudget = "{budget}"
+hunkBudget = "5s"
+requestTimeout = "2s"
+connectTimeout = "1s"
+firstTokenTimeout = "1500ms"
+idleTimeout = "500ms"
+[execution.breaker]
+window = "2s"
+openFor = "500ms"
+[[skills]]
+name = "code-review"
+[[routes]]
+name = "primary"
+provider = "sim"
+profile = "slow-tail"
+timeScale = 60
+seed = 1
+maxConcurrency = 3
+inputPrice = 3.0
+outputPrice = 15.0
+[[routes]]
+name = "fallback"
+provider = "sim"
+profile = "healthy"
+timeScale = 60
+seed = 2
+maxConcurrency = 3
+inputPrice = 1.0
+outputPrice = 5.0
+"#
+        ),
+    )
+    .unwrap();
+    (repo, cfg)
+}
+
+fn simulate(repo: &Repo, cfg: &tempfile::TempDir, extra: &[&str]) -> Value {
+    let config = cfg.path().join("warden.toml");
+    let mut args = vec!["simulate", "--json", "-c", config.to_str().unwrap()];
+    args.extend_from_slice(extra);
+    let out = repo.warden(&args).output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+fn variant<'a>(p: &'a Value, routing: &str) -> &'a Value {
+    p["variants"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["routing"] == routing)
+        .unwrap()
+}
+
+#[test]
+fn the_prediction_is_within_35_percent_of_the_review_that_follows() {
+    let (repo, cfg) = setup(60, "spillover", "8s");
+    let p = simulate(&repo, &cfg, &["--runs", "5"]);
+    assert_eq!(p["units"], 60);
+    let predicted = variant(&p, "spillover")["reviewedMedian"].as_f64().unwrap();
+    let config = cfg.path().join("warden.toml");
+    let out = repo
+        .warden(&["review", "--json", "-q", "-c", config.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let reviewed = report["summary"]["reviewed"].as_f64().unwrap();
+    assert!(
+        reviewed > 0.0 && reviewed < 60.0,
+        "the config leaves work undone: {reviewed}"
+    );
+    let off = (predicted - reviewed).abs() / reviewed;
+    eprintln!("simulate predicted {predicted}, the review did {reviewed}");
+    assert!(
+        off <= 0.35,
+        "simulate predicted {predicted} units, the review did {reviewed} ({:.0}% off)",
+        off * 100.0
+    );
+    // The cost is in both, from the same prices.
+    assert!(report["summary"]["costUsd"].as_f64().unwrap() > 0.0);
+    assert!(variant(&p, "spillover")["costUsdMedian"].as_f64().unwrap() > 0.0);
+}
+
+#[test]
+fn simulate_reports_both_policies_with_every_field() {
+    let (repo, cfg) = setup(12, "ordered", "15s");
+    let p = simulate(&repo, &cfg, &["--runs", "3"]);
+    let variants = p["variants"].as_array().unwrap();
+    assert_eq!(variants.len(), 2);
+    for (v, routing) in variants.iter().zip(["ordered", "spillover"]) {
+        assert_eq!(v["routing"], routing);
+        assert_eq!(v["runs"], 3);
+        for key in [
+            "reviewedMedian",
+            "reviewedMin",
+            "reviewedMax",
+            "wallMsMedian",
+            "attemptsMedian",
+            "costUsdMedian",
+        ] {
+            assert!(v[key].is_number(), "{key} in {v}");
+        }
+        assert!(v["reviewedMin"].as_u64() <= v["reviewedMax"].as_u64());
+    }
+    // The table for people names both policies.
+    let config = cfg.path().join("warden.toml");
+    let out = repo
+        .warden(&["simulate", "--runs", "2", "-c", config.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("ordered") && text.contains("spillover"),
+        "{text}"
+    );
+    assert!(text.starts_with("12 units, 2 runs per policy"), "{text}");
+}
+
+#[test]
+fn profiles_come_from_flags_and_traces_and_mistakes_are_usage_errors() {
+    let (repo, cfg) = setup(6, "ordered", "15s");
+    let config = cfg.path().join("warden.toml");
+    let cfg_arg = config.to_str().unwrap();
+    // An outage on both routes: nothing is reviewed, whatever the policy.
+    let p = simulate(
+        &repo,
+        &cfg,
+        &[
+            "--profile",
+            "primary=outage",
+            "--profile",
+            "fallback=outage",
+            "--runs",
+            "1",
+        ],
+    );
+    for v in p["variants"].as_array().unwrap() {
+        assert_eq!(v["reviewedMax"], 0, "{v}");
+    }
+    for (args, expect) in [
+        (
+            vec!["--profile", "nope=healthy"],
+            "no route is named `nope`",
+        ),
+        (
+            vec!["--profile", "primary=speedy"],
+            "--profile primary=speedy: unknown profile",
+        ),
+        (vec!["--profile", "primary"], "write ROUTE=PROFILE"),
+        (vec!["--runs", "0"], "--runs"),
+        (
+            vec!["--from-trace", "missing.jsonl"],
+            "--from-trace missing.jsonl: cannot read",
+        ),
+    ] {
+        let mut full = vec!["simulate", "-c", cfg_arg];
+        full.extend(args.iter().copied());
+        let out = repo.warden(&full).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{full:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(expect), "{full:?}: {err}");
+    }
+    // A trace of a real review fits each route's profile.
+    let trace = cfg.path().join("trace.jsonl");
+    let out = repo
+        .warden(&[
+            "review",
+            "-q",
+            "--json",
+            "-c",
+            cfg_arg,
+            "--trace",
+            trace.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.code().is_some());
+    let p = simulate(
+        &repo,
+        &cfg,
+        &["--from-trace", trace.to_str().unwrap(), "--runs", "2"],
+    );
+    assert!(
+        variant(&p, "ordered")["reviewedMax"].as_u64().unwrap() > 0,
+        "{p}"
+    );
+}
