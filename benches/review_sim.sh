@@ -1,26 +1,34 @@
 #!/usr/bin/env bash
-# Benchmark: a whole `warden review --sim` of 200 units (100 changed files x 2 skills) for
-# the slow-tail and outage profiles: wall time against the (scaled) budget, units reviewed,
-# attempts per unit. The simulator plays provider minutes in seconds (x60), budgets 15s/5s/2s.
-#   usage: benches/review_sim.sh [FILES]
+# Benchmark: whole `warden review` runs on the built-in simulator, played 60x faster
+# (budgets 15s/5s/2s stand for 15m/5m/2m).
+#  1. The headline scenario (DESIGN.md section 11): 200 units (100 changed files x 2
+#     skills), primary slow-tail (cap 4), fallback healthy (cap 4), for seeds 1-5, with
+#     routing = "ordered" and routing = "spillover" side by side.
+#  2. A 60-unit review (30 files x 2 skills) under both policies, seeds 1-5.
+#  3. `--sim=slow-tail` and `--sim=outage`: wall time against the budget, units
+#     reviewed, attempts per unit.
+#  4. `warden simulate` of the 200-unit plan, 5 runs x 2 policies: CPU and wall time.
+#   usage: benches/review_sim.sh [SEEDS]
 set -euo pipefail
-files=${1:-100}
+seeds=${1:-5}
 root=$(cd "$(dirname "$0")/.." && pwd)
 cargo build --release --quiet --manifest-path "$root/Cargo.toml"
 bin="$root/target/release/warden"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-mkdir "$work/repo" && cd "$work/repo"
-git init -q -b main
-python3 - "$files" <<'PY'
+
+make_repo() { # DIR FILES
+  mkdir -p "$1" && cd "$1"
+  git init -q -b main
+  python3 - "$2" <<'PY'
 import os, sys
+os.makedirs("src", exist_ok=True)
 for f in range(int(sys.argv[1])):
-    os.makedirs("src", exist_ok=True)
     with open(f"src/m{f}.py", "w") as fh:
         fh.writelines(f"value_{i} = compute({i}, {f})\n" for i in range(40))
 PY
-git add -A && git -c user.name=b -c user.email=b@example.com commit -qm base
-python3 - "$files" <<'PY'
+  git add -A && git -c user.name=b -c user.email=b@example.com commit -qm base
+  python3 - "$2" <<'PY'
 import sys
 for f in range(int(sys.argv[1])):
     p = f"src/m{f}.py"
@@ -28,9 +36,77 @@ for f in range(int(sys.argv[1])):
     lines[20] = f"query = \"SELECT * FROM t WHERE id = \" + user_{f}\n"
     open(p, "w").writelines(lines)
 PY
+  cd - >/dev/null
+}
+
+config() { # ROUTING SEED
+  cat <<TOML
+version = 1
+[execution]
+routing = "$1"
+reviewBudget = "15s"
+hunkBudget = "5s"
+requestTimeout = "2s"
+connectTimeout = "1s"
+firstTokenTimeout = "1500ms"
+idleTimeout = "500ms"
+[execution.breaker]
+window = "2s"
+openFor = "500ms"
+[[routes]]
+name = "primary"
+provider = "sim"
+profile = "slow-tail"
+timeScale = 60
+seed = $2
+maxConcurrency = 4
+[[routes]]
+name = "fallback"
+provider = "sim"
+profile = "healthy"
+timeScale = 60
+seed = $((1000 + $2))
+maxConcurrency = 4
+TOML
+}
+
+reviewed() { # REPO CONFIG -> units reviewed
+  (cd "$1" && "$bin" review -c "$2" --no-cache --json -q >"$work/out.json" || true)
+  python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["summary"]["reviewed"])' "$work/out.json"
+}
+
+side_by_side() { # REPO UNITS
+  printf '%-6s %8s %10s %7s\n' seed ordered spillover ratio
+  local ratios=() spills=()
+  for seed in $(seq 1 "$seeds"); do
+    config ordered "$seed" >"$work/ordered.toml"
+    config spillover "$seed" >"$work/spillover.toml"
+    o=$(reviewed "$1" "$work/ordered.toml")
+    s=$(reviewed "$1" "$work/spillover.toml")
+    r=$(python3 -c "print(f'{$s/max(1,$o):.2f}')")
+    printf '%-6s %8s %10s %6sx\n' "$seed" "$o" "$s" "$r"
+    ratios+=("$r"); spills+=("$s")
+  done
+  python3 - "$2" "${ratios[*]}" "${spills[*]}" <<'PY'
+import statistics, sys
+units, ratios, spills = int(sys.argv[1]), sys.argv[2].split(), sys.argv[3].split()
+print(f"median spillover/ordered {statistics.median(map(float, ratios)):.2f}x; "
+      f"median spillover reviewed {statistics.median(map(int, spills))} of {units}")
+PY
+}
+
+make_repo "$work/r200" 100
+make_repo "$work/r60" 30
+echo "== headline: 200 units, slow-tail (cap 4) + healthy (cap 4), 15 min budget, x60"
+side_by_side "$work/r200" 200
+echo
+echo "== 60 units, same routes and budget"
+side_by_side "$work/r60" 60
+echo
+echo "== --sim profiles (ordered)"
 printf '%-10s %8s %8s %9s %9s %9s %9s %13s\n' profile units wall_s budget_s reviewed skipped other attempts/unit
 for profile in slow-tail outage; do
-  /usr/bin/time -f "%e" -o "$work/time" "$bin" review --sim="$profile" --no-cache --json -q >"$work/out.json" || true
+  (cd "$work/r200" && /usr/bin/time -f "%e" -o "$work/time" "$bin" review --sim="$profile" --no-cache --json -q >"$work/out.json" || true)
   python3 - "$profile" "$work/out.json" "$(tail -n 1 "$work/time")" <<'PY'
 import json, sys
 profile, path, wall = sys.argv[1], sys.argv[2], float(sys.argv[3])
@@ -42,3 +118,10 @@ other = s["units"] - s["reviewed"] - s["skipped"]
 print(f'{profile:<10} {s["units"]:>8} {wall:>8.1f} {r["budgetMs"]/1000:>9.1f} {s["reviewed"]:>9} {s["skipped"]:>9} {other:>9} {attempts/max(1,len(started)):>13.2f}')
 PY
 done
+echo
+echo "== warden simulate: 200 units x 5 runs x 2 policies"
+config ordered 1 >"$work/ordered.toml"
+(cd "$work/r200" && /usr/bin/time -f "%e %U %S" -o "$work/time" "$bin" simulate -c "$work/ordered.toml" --runs 5 >"$work/sim.txt")
+cat "$work/sim.txt"
+read -r wall user sys <"$work/time"
+echo "simulate: wall ${wall}s, cpu $(python3 -c "print(f'{$user+$sys:.2f}')")s"
