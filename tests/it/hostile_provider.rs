@@ -268,6 +268,7 @@ fn flood_exec() -> Execution {
         idle_timeout: MS(5000),
         max_attempts: 2,
         breaker: BreakerSettings::default(),
+        ..Execution::default()
     }
 }
 
@@ -279,10 +280,12 @@ fn run_flooded(
 ) -> (warden::engine::EngineReport, Duration) {
     let routes: Vec<EngineRoute> = [ProviderKind::OpenAi, ProviderKind::Anthropic]
         .into_iter()
-        .map(|kind| EngineRoute {
-            provider: Arc::new(flood_provider(fake, &format!("{kind:?}"), kind, true))
-                as Arc<dyn Provider>,
-            max_concurrency: 2,
+        .map(|kind| {
+            EngineRoute::new(
+                Arc::new(flood_provider(fake, &format!("{kind:?}"), kind, true))
+                    as Arc<dyn Provider>,
+                2,
+            )
         })
         .collect();
     let engine = Engine::new(routes, exec, Sink::new(|_| {}));
