@@ -51,7 +51,7 @@ pub fn build(
     sort_findings(&mut findings);
     summary.findings = findings.len();
     let routes = metrics::route_metrics(engine, &units, verification.map(|v| &v.engine));
-    summary.cost_usd = routes.values().map(|r| r.cost_usd).sum();
+    summary.cost_usd = super::usd(routes.values().map(|r| r.cost_usd).sum());
     Report {
         schema_version: SCHEMA_VERSION,
         outcome: summary.outcome(),

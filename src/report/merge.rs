@@ -124,6 +124,8 @@ fn join(whole: Shard, reports: Vec<Report>) -> Report {
     summary.findings = findings.len();
     let counters = counters(&units, &summary);
     let routes = merge_routes(&reports, &units);
+    summary.cost_usd = super::usd(reports.iter().map(|r| r.summary.cost_usd).sum());
+    let idle_slot_minutes = reports.iter().map(|r| r.routing.idle_slot_minutes).sum();
     let verification = merge_verification(&reports);
     // Shards run side by side: the review took as long as its slowest shard.
     let duration_ms = reports.iter().map(|r| r.duration_ms).max().unwrap_or(0);
@@ -136,6 +138,8 @@ fn join(whole: Shard, reports: Vec<Report>) -> Report {
     base.units = units;
     base.findings = findings;
     base.routes = routes;
+    base.routing.idle_slot_minutes = idle_slot_minutes;
+    base.routing.hint = None;
     base.verification = verification;
     base.duration_ms = duration_ms;
     base.budget_expired = budget_expired;
@@ -222,6 +226,7 @@ fn add_route(acc: &mut RouteMetrics, m: &RouteMetrics) {
         (Some(a), Some(b)) => Some(a + b),
         (a, b) => a.or(b),
     };
+    acc.cost_usd = super::usd(acc.cost_usd + m.cost_usd);
     acc.breaker.opens += m.breaker.opens;
     acc.breaker.time_open_ms = acc.breaker.time_open_ms.max(m.breaker.time_open_ms);
     if severity(m.breaker.state) > severity(acc.breaker.state) {

@@ -224,7 +224,7 @@ fn figures(
         input_tokens: attempts.iter().filter_map(|a| a.input_tokens).sum(),
         output_tokens: attempts.iter().filter_map(|a| a.output_tokens).sum(),
         cost: (!costs.is_empty()).then(|| costs.iter().sum()),
-        cost_usd: attempts.iter().filter_map(|a| a.cost_usd).sum(),
+        cost_usd: super::usd(attempts.iter().filter_map(|a| a.cost_usd).sum()),
         breaker: BreakerReport {
             state: summary.breaker,
             opens: summary.opens,

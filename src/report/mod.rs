@@ -426,6 +426,12 @@ pub(crate) fn secs(v: Option<u64>, none: &str) -> String {
         .unwrap_or_else(|| none.to_string())
 }
 
+/// An amount of USD as reports show it: rounded to a billionth of a dollar, so sums
+/// taken in a different order (a merged report's) give the same figure.
+pub(crate) fn usd(x: f64) -> f64 {
+    (x * 1e9).round() / 1e9
+}
+
 /// FNV-1a, 64 bits: a tiny stable hash for finding ids and fingerprints.
 pub(crate) fn fnv1a(parts: &[&str]) -> u64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;

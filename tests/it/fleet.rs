@@ -117,6 +117,9 @@ fn shards_are_disjoint_dealt_round_robin_and_merge_to_the_unsharded_review() {
     assert_eq!(unit_keys(&merged), all);
     assert_eq!(finding_ids(&merged), finding_ids(&whole));
     assert_eq!(merged["summary"], whole["summary"]);
+    // The fake reports $0.0012 per answer: the cost adds up across shards.
+    assert_eq!(merged["summary"]["costUsd"], json!(0.006));
+    assert_eq!(merged["routes"]["primary"]["costUsd"], json!(0.006));
     assert_eq!(merged["counters"], whole["counters"]);
     assert_eq!(merged["routes"]["primary"]["calls"], 5);
     assert_eq!(merged["routes"]["primary"]["ok"], 5);
