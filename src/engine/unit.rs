@@ -262,13 +262,7 @@ async fn attempt(
         record: record.clone(),
     });
     warn_of_gateway(sh, route, &record);
-    let cost_usd = cost::attempt_cost(record.usage, route.prices);
-    route.observed.lock().expect("observed usage").learn(
-        req.prompt.chars(),
-        record.usage,
-        cost_usd,
-    );
-    sh.engine.cost.settle(slot.reservation, cost_usd);
+    let cost_usd = account_cost(sh, route, &req, &record, slot.reservation);
     u.result.attempts.push(AttemptLog {
         number,
         started: now.saturating_duration_since(sh.start),
@@ -593,6 +587,25 @@ async fn wait_for_reopen(
         return Err(all_open());
     }
     Ok(())
+}
+
+/// What the attempt cost; the route learns its usage for later estimates, and the cost
+/// budget swaps the attempt's reservation for its real cost.
+fn account_cost(
+    sh: &Shared,
+    route: &super::Route,
+    req: &AttemptRequest,
+    record: &AttemptRecord,
+    reservation: Reservation,
+) -> Option<f64> {
+    let cost_usd = cost::attempt_cost(record.usage, route.prices);
+    route.observed.lock().expect("observed usage").learn(
+        req.prompt.chars(),
+        record.usage,
+        cost_usd,
+    );
+    sh.engine.cost.settle(reservation, cost_usd);
+    cost_usd
 }
 
 /// Once per run and route: an `openai` route answered by a LiteLLM gateway may be
