@@ -256,6 +256,7 @@ impl Routing {
     /// Both policies, in the order reports list them.
     pub const ALL: [Routing; 2] = [Routing::Ordered, Routing::Spillover];
 
+    /// The policy as the config spells it.
     pub fn as_str(self) -> &'static str {
         match self {
             Routing::Ordered => "ordered",
@@ -263,6 +264,7 @@ impl Routing {
         }
     }
 
+    /// The policy named `s` in a config.
     pub fn parse(s: &str) -> Option<Routing> {
         match s {
             "ordered" => Some(Routing::Ordered),
@@ -337,7 +339,9 @@ pub struct Route {
 /// A route's prices, USD per million tokens.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct Prices {
+    /// USD per million input (prompt) tokens.
     pub input: f64,
+    /// USD per million output (completion) tokens.
     pub output: f64,
 }
 

@@ -51,9 +51,11 @@ pub struct Variant {
     pub routing: String,
     /// Runs (seeds).
     pub runs: usize,
-    /// Units reviewed within the budget: median, min, max over the runs.
+    /// Units reviewed within the budget, median over the runs.
     pub reviewed_median: f64,
+    /// The fewest units reviewed in a run.
     pub reviewed_min: usize,
+    /// The most units reviewed in a run.
     pub reviewed_max: usize,
     /// The review's wall time, median, in milliseconds.
     pub wall_ms_median: f64,
