@@ -15,6 +15,8 @@ pub mod diff;
 pub mod engine;
 pub mod error;
 pub mod findings;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod outputs;
 pub mod plan;
 pub mod prepare;

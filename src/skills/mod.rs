@@ -3,7 +3,7 @@
 //! time). A repository skill overrides a built-in one of the same name.
 
 mod files;
-mod front_matter;
+pub(crate) mod front_matter;
 
 pub use files::{EntryKind, SkillFiles, WorkTree};
 

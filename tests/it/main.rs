@@ -13,6 +13,7 @@ mod engine_http;
 mod engine_policy;
 mod errors;
 mod fleet;
+mod fuzz_corpus;
 mod gateway;
 mod hostile_provider;
 mod invariant;
