@@ -158,6 +158,11 @@ impl Pending {
             }
         }
         let path = self.path();
+        // `"a/"` unquotes to an empty name; git prints it, but no file can be reviewed
+        // under it (joined to the repository it names the top folder).
+        if path.as_bytes().is_empty() {
+            return Err(ErrorKind::MissingName);
+        }
         let (created, deleted) = (self.is_new == Some(true), self.is_delete == Some(true));
         if created && old_lines > 0 {
             return Err(ErrorKind::NewFileWithOldLines {

@@ -233,3 +233,17 @@ mod no_panic {
         }
     }
 }
+
+/// Found by the `patch` fuzz target: a quoted name that is empty once its `-p`
+/// component is gone (`"b/"`, `""`) gave a file with an empty path.
+#[test]
+fn an_empty_quoted_name_names_no_file() {
+    for text in [
+        &b"--- \n+++ \"\"\n"[..],
+        b"--- a/x\n+++ \"b/\"\n@@ -1 +1 @@\n-a\n+b\n",
+        b"diff --git \"a/\" \"b/\"\n--- \"a/\"\n+++ \"b/\"\n@@ -1 +1 @@\n-a\n+b\n",
+    ] {
+        let err = parse(text, "p.diff").unwrap_err().to_string();
+        assert!(err.contains("names no file"), "{err}");
+    }
+}
