@@ -76,6 +76,24 @@ fn settings_are_valid(s: &Settings, path: &Path) {
             assert!(u.starts_with("http://") || u.starts_with("https://"), "{u}");
         }
     }
+    for (i, k) in s.skills.iter().enumerate() {
+        assert!(!k.name.is_empty(), "a skill entry without a name");
+        assert!(
+            s.skills[..i].iter().all(|o| o.name != k.name),
+            "skill `{}` configured twice",
+            k.name
+        );
+        for r in k.routes.iter().flatten() {
+            assert!(
+                s.routes.iter().any(|x| &x.name == r),
+                "skill `{}` names route `{r}` that does not exist",
+                k.name
+            );
+        }
+    }
+    for k in &s.inline_skills {
+        assert!(!k.name.is_empty() && !k.prompt.trim().is_empty(), "{k:?}");
+    }
     for w in &s.warnings {
         assert!(!w.trim().is_empty(), "empty warning");
     }
