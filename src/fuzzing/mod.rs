@@ -11,6 +11,7 @@ pub mod config;
 pub mod findings;
 pub mod patch;
 pub mod skill;
+pub mod sse;
 
 /// Every fuzz target: its name (the `fuzz/fuzz_targets/<name>.rs` file and the
 /// `fuzz/corpus/<name>/` folder) and its check.
@@ -19,6 +20,7 @@ pub const TARGETS: &[(&str, fn(&[u8]))] = &[
     ("findings", findings::check),
     ("config", config::check),
     ("skill", skill::check),
+    ("sse", sse::check),
 ];
 
 /// FNV-1a: a stable hash of the input, so choices derived from it (chunk ranges, split

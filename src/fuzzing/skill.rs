@@ -22,7 +22,9 @@ pub fn check(data: &[u8]) {
                 "description not trimmed"
             );
             assert!(
-                p.allowed_tools.iter().all(|t| !t.is_empty()),
+                p.allowed_tools
+                    .iter()
+                    .all(|t| !t.is_empty() && t == t.trim()),
                 "empty tool name in {:?}",
                 p.allowed_tools
             );

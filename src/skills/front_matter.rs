@@ -63,7 +63,10 @@ pub fn parse(text: &str) -> Result<Parsed, String> {
             .collect(),
         Some(yaml_rust2::Yaml::Array(items)) => items
             .iter()
-            .filter_map(|i| i.as_str().map(str::to_string))
+            .filter_map(|i| i.as_str().map(str::trim))
+            // `- ""` or a bare tag (`- !`) is an empty name, not a tool.
+            .filter(|t| !t.is_empty())
+            .map(str::to_string)
             .collect(),
         Some(_) => {
             return Err(
@@ -98,6 +101,21 @@ mod tests {
         assert_eq!(p.description, "two lines");
         assert_eq!(p.allowed_tools, ["Read", "Grep"]);
         assert_eq!(p.body, "Do it.");
+    }
+
+    /// Found by the `skill` fuzz target: a list item that is empty (`- ""`, or a bare
+    /// tag, `- !`) came out as a tool with an empty name.
+    #[test]
+    fn empty_tool_list_items_are_not_tools() {
+        for text in [
+            "---\nallowed-tools:\r- !\n---\n-",
+            "---\nallowed-tools:\n  - \"\"\n  - \" Read \"\n---\nbody\n",
+        ] {
+            let p = parse(text).unwrap();
+            assert!(p.allowed_tools.iter().all(|t| !t.is_empty()), "{text:?}");
+        }
+        let p = parse("---\nallowed-tools: [\"\", \" Read \"]\n---\nbody\n").unwrap();
+        assert_eq!(p.allowed_tools, ["Read"]);
     }
 
     #[test]
