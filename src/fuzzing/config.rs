@@ -1,7 +1,7 @@
 //! Config loading: any text gives validated settings or a typed config error that names
 //! the file and a line and column inside the text; never a panic, never another error.
 
-use crate::config::{self, MAX_DURATION, Settings};
+use crate::config::{self, Beside, MAX_DURATION, Settings};
 use crate::error::Error;
 use std::path::Path;
 use std::time::Duration;
@@ -11,7 +11,16 @@ pub fn check(data: &[u8]) {
     // load() refuses non-UTF-8 before parsing; the lossy text still exercises the parser.
     let text = String::from_utf8_lossy(data);
     let path = Path::new("fuzz/warden.toml");
-    match config::parse_str(&text, path) {
+    // Files the config names (`caCert`) are read from an empty commit, not from this
+    // machine's disk.
+    let read = |_: &str| -> crate::Result<Option<Vec<u8>>> { Ok(None) };
+    let shown = |p: &str| Path::new(p).to_path_buf();
+    let beside = Beside::Commit {
+        dir: String::new(),
+        read: &read,
+        shown: &shown,
+    };
+    match config::parse_str_beside(&text, path, &beside) {
         Ok(s) => settings_are_valid(&s, path),
         Err(e) => {
             let shown = e.to_string();
