@@ -13,9 +13,12 @@ pub mod patch;
 pub mod skill;
 pub mod sse;
 
+/// An invariant check: panics when `data` breaks one.
+pub type Check = fn(&[u8]);
+
 /// Every fuzz target: its name (the `fuzz/fuzz_targets/<name>.rs` file and the
 /// `fuzz/corpus/<name>/` folder) and its check.
-pub const TARGETS: &[(&str, fn(&[u8]))] = &[
+pub const TARGETS: &[(&str, Check)] = &[
     ("patch", patch::check),
     ("findings", findings::check),
     ("config", config::check),

@@ -95,8 +95,8 @@ fn file_is_consistent(f: &FileChange) {
     let last = |h: &Hunk, old: bool| {
         h.lines
             .iter()
-            .filter_map(|l| if old { l.old_no } else { l.new_no })
-            .last()
+            .rev()
+            .find_map(|l| if old { l.old_no } else { l.new_no })
     };
     let first = |h: &Hunk, old: bool| {
         h.lines
