@@ -158,8 +158,8 @@ impl SseReader {
         Ok(())
     }
 
-    /// Whether bytes of an unfinished line or event are pending.
-    #[cfg(test)]
+    /// Whether bytes of an unfinished line or event are pending (the fuzz invariants
+    /// compare it across splits of the same input).
     pub fn has_partial(&self) -> bool {
         !self.line.is_empty() || self.has_data || self.event.is_some()
     }
