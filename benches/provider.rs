@@ -57,6 +57,7 @@ fn main() {
                 sim: SimOptions::default(),
                 spill: true,
                 prices: None,
+                fleet_max_concurrency: None,
             };
             let provider = HttpProvider::new(&route, None, Duration::from_secs(2));
             let rt = tokio::runtime::Builder::new_current_thread()

@@ -3,6 +3,7 @@
 
 mod ca_cert;
 mod cache;
+mod fleet;
 mod overrides;
 mod policy;
 mod raw;

@@ -26,6 +26,7 @@ pub(crate) struct RawConfig {
     #[serde(default)]
     pub triggers: Vec<RawTrigger>,
     pub cache: Option<RawCache>,
+    pub fleet: Option<RawFleet>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -224,6 +225,8 @@ pub(crate) struct RawRoute {
     pub input_price: Option<S<f64>>,
     /// USD per million output tokens.
     pub output_price: Option<S<f64>>,
+    /// Attempts in flight across every warden process sharing `[fleet] redis`.
+    pub fleet_max_concurrency: Option<S<u32>>,
 }
 
 /// `[cache]`: the result cache (see `crate::cache`).
@@ -235,4 +238,14 @@ pub(crate) struct RawCache {
     /// A size such as "256MiB" or a number of bytes.
     pub max_size: Option<S<toml::Value>>,
     pub max_age: Option<S<String>>,
+}
+
+/// `[fleet]`: route health and capacity shared through Redis (see `crate::fleet`).
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct RawFleet {
+    pub redis: Option<S<String>>,
+    pub password_env: Option<S<String>>,
+    pub namespace: Option<S<String>>,
+    pub cache: Option<bool>,
 }

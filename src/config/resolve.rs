@@ -152,6 +152,9 @@ pub(super) fn resolve(raw: RawConfig, ctx: &Ctx) -> Result<Settings, Error> {
     if let Some(c) = &raw.cache {
         s.cache = super::cache::resolve(c, ctx)?;
     }
+    if let Some(f) = &raw.fleet {
+        s.fleet = super::fleet::resolve(f, ctx)?;
+    }
     let default_cap = match &raw.runner.concurrency {
         Some(c) => ctx.positive(c, "runner.concurrency")? as usize,
         None => 4,

@@ -79,6 +79,10 @@ fn resolve_route(r: &RawRoute, ctx: &Ctx, default_cap: usize) -> Result<Route, E
         route.ca_cert = Some(super::ca_cert::load(c, ctx, &name)?);
     }
     route.spill = r.spill.unwrap_or(true);
+    if let Some(c) = &r.fleet_max_concurrency {
+        route.fleet_max_concurrency =
+            Some(ctx.positive(c, &format!("route `{name}` fleetMaxConcurrency"))? as usize);
+    }
     route.prices = match (&r.input_price, &r.output_price) {
         (None, None) => None,
         (i, o) => {

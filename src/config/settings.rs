@@ -45,6 +45,8 @@ pub struct Settings {
     pub routes: Vec<Route>,
     /// `[cache]`: where and whether reviewed answers are kept for the next run.
     pub cache: CacheSettings,
+    /// `[fleet]`: Redis shared by warden processes (breakers, permits, cache).
+    pub fleet: FleetSettings,
     /// Keys that were ignored, named once each, for the user to see on stderr.
     pub warnings: Vec<String>,
 }
@@ -71,6 +73,86 @@ impl Default for CacheSettings {
             max_size: 256 * 1024 * 1024,
             max_age: Duration::from_secs(30 * 24 * 3600),
         }
+    }
+}
+
+/// `[fleet]` as configured. `WARDEN_REDIS_URL` (the environment, trusted like API keys)
+/// is applied on top by `crate::fleet`.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct FleetSettings {
+    /// `[fleet] redis`: the server every process of the fleet shares (no password in it).
+    pub redis: Option<RedisUrl>,
+    /// `[fleet] passwordEnv`: the variable the Redis password is read from.
+    pub password_env: Option<String>,
+    /// `[fleet] namespace`: prefix of every key, so teams can share one server.
+    pub namespace: Option<String>,
+    /// `[fleet] cache`: the result cache's second level lives in Redis.
+    pub cache: bool,
+}
+
+/// A `redis://` or `rediss://` URL, checked when read. Shown without its password
+/// (`Display` and `Debug`), so it can go into any message.
+#[derive(Clone, PartialEq, Eq)]
+pub struct RedisUrl(String);
+
+impl RedisUrl {
+    /// Checks `text`: scheme `redis` or `rediss`, a host, no white space. The error is a
+    /// fragment for the caller to prefix with the key or variable.
+    pub fn parse(text: &str) -> Result<RedisUrl, String> {
+        let t = text.trim();
+        let shown = redact_url(t);
+        let url = reqwest::Url::parse(t).map_err(|e| {
+            format!("`{shown}` is not a valid URL ({e}): write it like \"redis://127.0.0.1:6379\" or \"rediss://redis.example.com:6380\"")
+        })?;
+        if !matches!(url.scheme(), "redis" | "rediss") {
+            return Err(format!(
+                "`{shown}` must start with redis:// (or rediss:// for TLS)"
+            ));
+        }
+        if url.host_str().is_none_or(str::is_empty) || t.contains(char::is_whitespace) {
+            return Err(format!(
+                "`{shown}` names no host: write it like \"redis://127.0.0.1:6379\""
+            ));
+        }
+        Ok(RedisUrl(t.to_string()))
+    }
+
+    /// The URL as written, password included: only for connecting.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+
+    /// Whether the URL carries a password (or a user name).
+    pub fn has_credentials(&self) -> bool {
+        reqwest::Url::parse(&self.0)
+            .is_ok_and(|u| u.password().is_some() || !u.username().is_empty())
+    }
+}
+
+impl std::fmt::Display for RedisUrl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&redact_url(&self.0))
+    }
+}
+
+impl std::fmt::Debug for RedisUrl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "RedisUrl({self})")
+    }
+}
+
+/// A URL with its user and password replaced by `***` (unparsable text is withheld).
+fn redact_url(text: &str) -> String {
+    match reqwest::Url::parse(text.trim()) {
+        Ok(mut u) => {
+            if u.password().is_some() || !u.username().is_empty() {
+                let _ = u.set_username("***");
+                let _ = u.set_password(None);
+            }
+            u.to_string()
+        }
+        Err(_) if text.contains('@') => "<url withheld: it may hold a password>".into(),
+        Err(_) => text.trim().to_string(),
     }
 }
 
@@ -334,6 +416,8 @@ pub struct Route {
     pub spill: bool,
     /// USD per million input / output tokens, when configured.
     pub prices: Option<Prices>,
+    /// `fleetMaxConcurrency`: attempts in flight across every process of the fleet.
+    pub fleet_max_concurrency: Option<usize>,
 }
 
 /// A route's prices, USD per million tokens.
@@ -402,6 +486,7 @@ impl Route {
             sim: SimOptions::default(),
             spill: true,
             prices: None,
+            fleet_max_concurrency: None,
         }
     }
 
@@ -542,6 +627,7 @@ impl Default for Settings {
             execution: Execution::default(),
             routes: Vec::new(),
             cache: CacheSettings::default(),
+            fleet: FleetSettings::default(),
             warnings: Vec::new(),
         }
     }

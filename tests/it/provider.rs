@@ -39,6 +39,7 @@ pub fn route(name: &str, kind: ProviderKind, model: &str, base: &str, stream: bo
         sim: SimOptions::default(),
         spill: true,
         prices: None,
+        fleet_max_concurrency: None,
     }
 }
 
