@@ -15,6 +15,7 @@ pub mod diff;
 pub mod engine;
 pub mod error;
 pub mod findings;
+pub mod fleet;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod outputs;

@@ -9,6 +9,7 @@ use crate::engine::{
     Engine, EngineReport, EngineRoute, Event, Pass, ReviewInfo, Sink, UnitLabels, UnitWork,
 };
 use crate::error::{Error, Result};
+use crate::fleet::Fleet;
 use crate::plan::Plan;
 use crate::report::{self, Report};
 use crate::shard::Shard;
@@ -41,6 +42,9 @@ pub struct ReviewInput {
     pub cache: Option<Cache>,
     /// `--shard K/N`: review only this part of the plan (see `crate::shard`).
     pub shard: Option<Shard>,
+    /// `[fleet]`: the Redis shared with the team's other warden processes (None: not
+    /// configured, or unreachable after its one warning).
+    pub fleet: Option<Fleet>,
 }
 
 const NO_ROUTES: &str = "no model routes are configured (no [[routes]] in warden.toml and no defaults.model)
@@ -76,6 +80,8 @@ pub async fn run(input: ReviewInput, sink: Sink, interrupt: CancellationToken) -
         skill_uses,
         cache,
         shard,
+        // Held for the run; the shared breakers, permits and cache level use it.
+        fleet: _fleet,
     } = input;
     // The fingerprint is the whole plan's, so every shard of one review carries the same.
     let plan_fingerprint = crate::shard::fingerprint(&plan);

@@ -9,6 +9,7 @@ use warden::cache::location::Sources;
 use warden::cache::{self, Cache};
 use warden::cli::ReviewArgs;
 use warden::error::{Error, Result};
+use warden::fleet::{self, Fleet};
 use warden::outputs::Outputs;
 use warden::prepare::prepare;
 use warden::report::progress::{Mode, Progress};
@@ -32,7 +33,18 @@ pub(super) fn review_cmd(args: &ReviewArgs) -> Result<i32> {
         },
         cache_warn(&args.ui),
     );
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| Error::io("<tokio runtime>", e))?;
+    // The fleet's Redis, when configured: unreachable gives one warning and a local run.
+    let fleet = match fleet::target(&prepared.settings.fleet, |k| std::env::var(k).ok())? {
+        Some(t) => runtime.block_on(Fleet::connect(t, cache_warn(&args.ui))),
+        None => None,
+    };
     let input = ReviewInput {
+        fleet,
         routes,
         plan: prepared.plan,
         skills: prepared.active,
@@ -55,11 +67,6 @@ pub(super) fn review_cmd(args: &ReviewArgs) -> Result<i32> {
     })?;
     let progress = Arc::new(Progress::new(Mode::detect(args.ui.quiet), args.ui.verbose));
     let sink = progress.sink().tee(telemetry.sink());
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .map_err(|e| Error::io("<tokio runtime>", e))?;
     let signals = Signals::default();
     let report = runtime.block_on(async {
         signals.listen();

@@ -1,0 +1,165 @@
+//! Which Redis the fleet uses and how it connects. `WARDEN_REDIS_URL` (set by whoever
+//! runs the CI) wins over `[fleet] redis`; the password comes from the URL in that
+//! variable or from the variable `[fleet] passwordEnv` names, never from the repository.
+
+use crate::config::{FleetSettings, RedisUrl};
+use crate::error::Error;
+use redis::IntoConnectionInfo;
+use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use std::time::Duration;
+
+/// The variable that names the fleet's Redis, password included if needed.
+pub const URL_ENV: &str = "WARDEN_REDIS_URL";
+
+/// The server to connect to, and how keys are named there.
+#[derive(Clone)]
+pub struct Target {
+    /// The server (shown without its password).
+    pub url: RedisUrl,
+    /// The password from `passwordEnv`: `Err` names the variable that is not set.
+    pub password: Result<Option<String>, String>,
+    /// `[fleet] namespace`.
+    pub namespace: Option<String>,
+    /// `[fleet] cache`.
+    pub cache: bool,
+}
+
+impl std::fmt::Debug for Target {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Target")
+            .field("url", &self.url)
+            .field(
+                "password",
+                &self.password.as_ref().map(|p| p.as_ref().map(|_| "***")),
+            )
+            .field("namespace", &self.namespace)
+            .field("cache", &self.cache)
+            .finish()
+    }
+}
+
+/// The fleet target of these settings and this environment (`env` reads a variable);
+/// None when neither `[fleet] redis` nor `WARDEN_REDIS_URL` names a server. A
+/// `WARDEN_REDIS_URL` that is not a Redis URL is a usage error (exit 2).
+pub fn target(
+    settings: &FleetSettings,
+    env: impl Fn(&str) -> Option<String>,
+) -> Result<Option<Target>, Error> {
+    let from_env = env(URL_ENV).filter(|v| !v.trim().is_empty());
+    let url = match from_env {
+        Some(v) => RedisUrl::parse(&v).map_err(|e| Error::Usage(format!("{URL_ENV}: {e}")))?,
+        None => match &settings.redis {
+            Some(u) => u.clone(),
+            None => return Ok(None),
+        },
+    };
+    let password = match &settings.password_env {
+        Some(var) => match env(var).filter(|v| !v.is_empty()) {
+            Some(p) => Ok(Some(p)),
+            None => Err(format!(
+                "[fleet] passwordEnv names {var}, which is not set: export the Redis password in it"
+            )),
+        },
+        None => Ok(None),
+    };
+    Ok(Some(Target {
+        url,
+        password,
+        namespace: settings.namespace.clone(),
+        cache: settings.cache,
+    }))
+}
+
+/// Opens the connection manager within [`super::CONNECT_TIMEOUT`], its own reconnects
+/// bounded by `call_timeout`. The error is a message fragment without the password.
+pub(super) async fn open(
+    target: &Target,
+    call_timeout: Duration,
+) -> Result<ConnectionManager, String> {
+    let server = target.url.to_string();
+    let password = target.password.clone()?;
+    let mut info = target
+        .url
+        .expose()
+        .into_connection_info()
+        .map_err(|e| format!("redis {server}: {e}"))?;
+    if let Some(p) = &password {
+        let settings = info.redis_settings().clone().set_password(p);
+        info = info.set_redis_settings(settings);
+    }
+    let client = redis::Client::open(info).map_err(|e| format!("redis {server}: {e}"))?;
+    let config = ConnectionManagerConfig::new()
+        .set_connection_timeout(Some(super::CONNECT_TIMEOUT))
+        .set_response_timeout(Some(call_timeout))
+        .set_number_of_retries(1)
+        .set_max_delay(call_timeout);
+    let scrub = |text: String| match &password {
+        Some(p) if !p.is_empty() => text.replace(p.as_str(), "***"),
+        _ => text,
+    };
+    // A PING proves the server speaks Redis and accepted the password (a connection
+    // alone proves neither).
+    let connecting = async {
+        let mut conn = ConnectionManager::new_with_config(client, config).await?;
+        redis::cmd("PING").query_async::<String>(&mut conn).await?;
+        Ok::<_, redis::RedisError>(conn)
+    };
+    match tokio::time::timeout(super::CONNECT_TIMEOUT, connecting).await {
+        Ok(Ok(conn)) => Ok(conn),
+        Ok(Err(e)) => Err(scrub(format!("cannot connect to redis {server}: {e}"))),
+        Err(_) => Err(format!(
+            "cannot connect to redis {server} within {}",
+            crate::config::format_duration(super::CONNECT_TIMEOUT)
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env<'a>(vars: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<String> + 'a {
+        move |k| {
+            vars.iter()
+                .find(|(n, _)| *n == k)
+                .map(|(_, v)| v.to_string())
+        }
+    }
+
+    #[test]
+    fn the_environment_url_wins_and_bad_ones_are_usage_errors() {
+        let file = FleetSettings {
+            redis: Some(RedisUrl::parse("redis://file-host:6379").unwrap()),
+            ..Default::default()
+        };
+        let t = target(&file, env(&[])).unwrap().unwrap();
+        assert_eq!(t.url.expose(), "redis://file-host:6379");
+        let t = target(&file, env(&[(URL_ENV, "rediss://:pw@env-host:6380")]))
+            .unwrap()
+            .unwrap();
+        assert_eq!(t.url.expose(), "rediss://:pw@env-host:6380");
+        assert!(!t.url.to_string().contains("pw"));
+        assert!(
+            target(&FleetSettings::default(), env(&[]))
+                .unwrap()
+                .is_none()
+        );
+        let e = target(&file, env(&[(URL_ENV, "http://:pw@x")])).unwrap_err();
+        assert_eq!(e.exit_code(), 2);
+        let msg = e.to_string();
+        assert!(msg.starts_with(URL_ENV) && !msg.contains("pw@"), "{msg}");
+    }
+
+    #[test]
+    fn the_password_comes_from_the_variable_password_env_names() {
+        let s = FleetSettings {
+            redis: Some(RedisUrl::parse("redis://h").unwrap()),
+            password_env: Some("PW".into()),
+            ..Default::default()
+        };
+        let t = target(&s, env(&[("PW", "hunter2")])).unwrap().unwrap();
+        assert_eq!(t.password, Ok(Some("hunter2".into())));
+        let t = target(&s, env(&[])).unwrap().unwrap();
+        assert!(t.password.unwrap_err().contains("PW"));
+    }
+}
