@@ -13,6 +13,7 @@ mod engine_http;
 mod engine_policy;
 mod errors;
 mod fleet;
+mod fleet_redis;
 mod fuzz_corpus;
 mod gateway;
 mod hostile_provider;

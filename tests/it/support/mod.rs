@@ -7,6 +7,7 @@ pub mod fake_provider;
 pub mod litellm;
 pub mod otlp_receiver;
 pub mod patch;
+pub mod redis;
 pub mod review;
 pub mod scripted;
 pub mod tls_ca;
@@ -144,6 +145,7 @@ pub fn warden() -> Command {
         .env_remove("GITHUB_SHA")
         .env_remove("GITHUB_HEAD_REF")
         .env_remove("GITHUB_REF_NAME")
+        .env_remove("WARDEN_REDIS_URL")
         .env("GIT_CONFIG_NOSYSTEM", "1")
         .env("WARDEN_CACHE_DIR", fresh_cache_dir());
     cmd

@@ -1,0 +1,157 @@
+//! A real `redis-server` (the Debian package) on a free 127.0.0.1 port, with no
+//! persistence and its own temp dir. Tests stop, kill, pause (SIGSTOP) and restart it
+//! mid-review; it is killed when dropped.
+
+use std::net::TcpListener;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+pub struct RedisServer {
+    port: u16,
+    dir: tempfile::TempDir,
+    extra: Vec<String>,
+    child: Option<Child>,
+}
+
+impl RedisServer {
+    /// Starts a server and waits until it answers PING.
+    pub fn start() -> RedisServer {
+        Self::start_with(&[])
+    }
+
+    /// Starts a server with extra arguments (e.g. `["--requirepass", "pw"]`).
+    pub fn start_with(extra: &[&str]) -> RedisServer {
+        let port = free_port();
+        let mut s = RedisServer {
+            port,
+            dir: tempfile::tempdir().expect("temp dir"),
+            extra: extra.iter().map(|a| a.to_string()).collect(),
+            child: None,
+        };
+        s.restart();
+        s
+    }
+
+    /// `redis://127.0.0.1:PORT`.
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}", self.port)
+    }
+
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// Starts it again on the same port (after [`stop`](Self::stop) or
+    /// [`kill`](Self::kill)); waits until it answers PING.
+    pub fn restart(&mut self) {
+        assert!(self.child.is_none(), "already running");
+        let child = Command::new("redis-server")
+            .args(["--port", &self.port.to_string(), "--bind", "127.0.0.1"])
+            .args(["--save", "", "--appendonly", "no"])
+            .arg("--dir")
+            .arg(self.dir.path())
+            .args(["--daemonize", "no", "--loglevel", "warning"])
+            .args(&self.extra)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("redis-server is installed (apt-get install redis-server)");
+        self.child = Some(child);
+        let until = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < until {
+            if self.answers_ping() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        panic!(
+            "redis-server on port {} did not answer PING within 10s",
+            self.port
+        );
+    }
+
+    /// Whether something on the port answers PING (+PONG, or NOAUTH when a password is set).
+    pub fn answers_ping(&self) -> bool {
+        use std::io::{Read, Write};
+        let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", self.port)) else {
+            return false;
+        };
+        let _ = s.set_read_timeout(Some(Duration::from_millis(200)));
+        if s.write_all(b"PING\r\n").is_err() {
+            return false;
+        }
+        let mut buf = [0u8; 64];
+        matches!(s.read(&mut buf), Ok(n) if n > 0 && (buf.starts_with(b"+PONG") || buf.starts_with(b"-NOAUTH")))
+    }
+
+    /// Stops it (SIGTERM) and waits for the process to end.
+    pub fn stop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            signal(&c, libc::SIGTERM);
+            let _ = c.wait();
+        }
+    }
+
+    /// Kills it (SIGKILL) and waits for the process to end.
+    pub fn kill(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    /// Freezes it (SIGSTOP): connections are accepted by the kernel, nothing answers.
+    pub fn pause(&self) {
+        signal(self.child.as_ref().expect("running"), libc::SIGSTOP);
+    }
+
+    /// Lets a paused server go on (SIGCONT).
+    pub fn resume(&self) {
+        signal(self.child.as_ref().expect("running"), libc::SIGCONT);
+    }
+
+    /// A connection for the test to look at or change the server's state.
+    pub fn client(&self) -> redis::Connection {
+        redis::Client::open(self.url())
+            .and_then(|c| c.get_connection_with_timeout(Duration::from_secs(2)))
+            .expect("connect to the test redis")
+    }
+
+    /// Keys matching `pattern`.
+    pub fn keys(&self, pattern: &str) -> Vec<String> {
+        redis::cmd("KEYS")
+            .arg(pattern)
+            .query(&mut self.client())
+            .expect("KEYS")
+    }
+
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+}
+
+impl Drop for RedisServer {
+    fn drop(&mut self) {
+        if let Some(c) = &self.child {
+            // A paused server must be woken to die of SIGTERM; SIGKILL needs no waking.
+            signal(c, libc::SIGCONT);
+        }
+        self.kill();
+    }
+}
+
+fn signal(c: &Child, sig: libc::c_int) {
+    // SAFETY: kill(2) on our own child's pid with a valid signal number.
+    unsafe {
+        libc::kill(c.id() as libc::pid_t, sig);
+    }
+}
+
+/// A port nothing listens on now (the OS picks it; released before redis binds it).
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("bind 127.0.0.1:0")
+}
