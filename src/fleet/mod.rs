@@ -131,10 +131,15 @@ impl Fleet {
     /// Runs one Redis exchange within the call bound. `what` names it in the warning
     /// ("recording an attempt"). `f` gets a clone of the connection manager:
     ///
-    /// ```ignore
-    /// let n: u64 = fleet.call("counting", |mut c| async move {
-    ///     redis::cmd("INCR").arg(key).query_async(&mut c).await
-    /// }).await?;
+    /// ```no_run
+    /// # async fn demo(fleet: warden::fleet::Fleet) -> Result<(), warden::fleet::FleetError> {
+    /// let key = fleet.key(&["demo", "counter"]);
+    /// let n: u64 = fleet
+    ///     .call("counting", |mut c| async move {
+    ///         redis::cmd("INCR").arg(key).query_async(&mut c).await
+    ///     })
+    ///     .await?;
+    /// # Ok(()) }
     /// ```
     ///
     /// The first failure (error or timeout) gives the fleet's one warning and turns the
