@@ -9,7 +9,8 @@ use crate::engine::{
     Engine, EngineReport, EngineRoute, Event, Pass, ReviewInfo, Sink, UnitLabels, UnitWork,
 };
 use crate::error::{Error, Result};
-use crate::fleet::Fleet;
+use crate::fleet::breakers::FleetBreakers;
+use crate::fleet::{Fleet, Upstream};
 use crate::plan::Plan;
 use crate::report::{self, Report};
 use crate::shard::Shard;
@@ -80,8 +81,7 @@ pub async fn run(input: ReviewInput, sink: Sink, interrupt: CancellationToken) -
         skill_uses,
         cache,
         shard,
-        // Held for the run; the shared breakers, permits and cache level use it.
-        fleet: _fleet,
+        fleet,
     } = input;
     // The fingerprint is the whole plan's, so every shard of one review carries the same.
     let plan_fingerprint = crate::shard::fingerprint(&plan);
@@ -106,6 +106,10 @@ pub async fn run(input: ReviewInput, sink: Sink, interrupt: CancellationToken) -
     })));
     let ticker = tokio::spawn(tick(sink.clone()));
     let engine = Engine::new(routes, exec, sink.clone()).with_answerer(cached.answerer());
+    let engine = match &fleet {
+        Some(f) => with_fleet(engine, f, &settings),
+        None => engine,
+    };
     let mut review = engine.run(work, interrupt.clone()).await;
     cached.note_answers(&plan, &review);
     let mut verification = if settings.verification && !interrupt.is_cancelled() {
@@ -140,6 +144,18 @@ pub async fn run(input: ReviewInput, sink: Sink, interrupt: CancellationToken) -
         reviewed: report.summary.reviewed,
     });
     report
+}
+
+/// The engine with its breakers kept in the fleet's Redis (local ones as the fallback).
+fn with_fleet(engine: Engine, fleet: &Fleet, settings: &Settings) -> Engine {
+    let upstreams: Vec<Upstream> = settings.routes.iter().map(Upstream::of).collect();
+    let breakers = FleetBreakers::new(
+        fleet.clone(),
+        &upstreams,
+        &settings.execution,
+        Instant::now(),
+    );
+    engine.with_breakers(breakers)
 }
 
 /// Ticks are events: displays redraw their clocks from them.

@@ -1,11 +1,13 @@
 //! Breaker state behind a small interface. The engine asks "may route r take a call
 //! now?" and reports what happened; [`LocalBreakers`] answers from one [`Breaker`] per
-//! route in this process. Another store (shared across processes) implements the same
-//! trait.
+//! route in this process. Another store (shared across processes, `crate::fleet`)
+//! implements the same trait; the engine asks it through the `_async` methods, which may
+//! consult that store, and the sync ones answer from what this process last saw.
 
 use super::breaker::{Admission, Breaker, BreakerState, Transition};
 use crate::config::BreakerSettings;
 use crate::provider::Outcome;
+use futures_util::future::BoxFuture;
 use std::sync::Mutex;
 use std::time::Duration;
 use tokio::time::Instant;
@@ -35,6 +37,26 @@ pub trait Breakers: Send + Sync {
         outcome: Outcome,
         probe: bool,
     ) -> Option<Transition>;
+    /// As [`Breakers::admit`], asking a shared store when there is one (the engine
+    /// calls this one). By default: `admit`.
+    fn admit_async(
+        &self,
+        route: usize,
+        now: Instant,
+    ) -> BoxFuture<'_, (Admission, Option<Transition>)> {
+        Box::pin(std::future::ready(self.admit(route, now)))
+    }
+    /// As [`Breakers::record`], into a shared store when there is one (the engine calls
+    /// this one). By default: `record`.
+    fn record_async(
+        &self,
+        route: usize,
+        now: Instant,
+        outcome: Outcome,
+        probe: bool,
+    ) -> BoxFuture<'_, Option<Transition>> {
+        Box::pin(std::future::ready(self.record(route, now, outcome, probe)))
+    }
     /// When an open breaker lets a probe through (None unless open).
     fn reopens_at(&self, route: usize) -> Option<Instant>;
     /// The state now.

@@ -252,7 +252,8 @@ async fn attempt(
     let verdict = sh
         .engine
         .breakers
-        .record(slot.route, finished, record.outcome, slot.probe);
+        .record_async(slot.route, finished, record.outcome, slot.probe)
+        .await;
     if let Some(t) = verdict {
         announce(sh, &route.name, t);
     }
@@ -345,7 +346,7 @@ async fn acquire(sh: &Shared<'_>, u: &mut UnitRun<'_>) -> Result<Slot, Stop> {
             }
             AnyWaited::Expired => return Err(not_started(sh)),
         };
-        match admit(sh, u, route, permit, reason)? {
+        match admit(sh, u, route, permit, reason).await? {
             Admitted::Slot(slot) => return Ok(slot),
             Admitted::Rechoose => continue,
             Admitted::CostInFlight => wait_for_settlement(sh, until).await,
@@ -417,9 +418,9 @@ async fn wait_for_settlement(sh: &Shared<'_>, until: Instant) {
 
 /// With a permit in hand: the last checks before an attempt starts (budget, shedding,
 /// the half-budget rule), then the breaker's admission. `Ok(None)`: choose again.
-fn admit(
-    sh: &Shared,
-    u: &UnitRun,
+async fn admit(
+    sh: &Shared<'_>,
+    u: &UnitRun<'_>,
     route: usize,
     permit: Permit,
     reason: AttemptReason,
@@ -448,7 +449,7 @@ fn admit(
         Err(CostWait::InFlight) => return Ok(Admitted::CostInFlight),
     };
     let breakers = &sh.engine.breakers;
-    let (admission, transition) = breakers.admit(route, now);
+    let (admission, transition) = breakers.admit_async(route, now).await;
     if let Some(t) = transition {
         announce(sh, &sh.engine.routes[route].name, t);
     }

@@ -8,6 +8,7 @@
 //! gives one warning and turns the fleet off for the rest of the run, so the review
 //! continues on local state with the same outcome it would have had without `[fleet]`.
 
+pub mod breakers;
 mod connect;
 pub mod upstream;
 

@@ -222,3 +222,353 @@ fn a_pr_that_points_the_fleet_at_its_own_redis_is_not_used_in_ci() {
         "the head config's fleet is used"
     );
 }
+
+const KEY_VAR: &str = "WARDEN_FLEET_KEY";
+
+/// A repository with changed files, the fake provider (a `primary` on the OpenAI protocol
+/// and a `fallback` on Anthropic's), a config outside the repository, and optionally the
+/// fleet's Redis.
+struct FleetRun {
+    repo: Repo,
+    fake: FakeProvider,
+    cfg: tempfile::TempDir,
+}
+
+impl FleetRun {
+    fn new(files: usize) -> FleetRun {
+        FleetRun {
+            repo: repo_with_changed_files(files),
+            fake: FakeProvider::start(),
+            cfg: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    /// Writes the config: short budgets (overridden by `exec`), a breaker that opens after
+    /// two timeouts for a minute, `[fleet]` when `redis` is given, and `route_extra`
+    /// lines on both routes.
+    fn config(&self, redis: Option<&str>, exec: &[(&str, &str)], route_extra: &str) {
+        let mut e = vec![
+            ("reviewBudget", "20s"),
+            ("hunkBudget", "5s"),
+            ("requestTimeout", "700ms"),
+            ("connectTimeout", "300ms"),
+            ("firstTokenTimeout", "600ms"),
+            ("idleTimeout", "600ms"),
+        ];
+        for (k, v) in exec {
+            e.retain(|(x, _)| x != k);
+            e.push((k, v));
+        }
+        let mut text = String::from("version = 1\n[execution]\nmaxAttempts = 2\n");
+        for (k, v) in e {
+            text.push_str(&format!("{k} = \"{v}\"\n"));
+        }
+        text.push_str("[execution.breaker]\nminCalls = 2\nfailureRate = 0.5\nopenFor = \"60s\"\nwindow = \"2m\"\n");
+        if let Some(url) = redis {
+            text.push_str(&format!(
+                "[fleet]\nredis = \"{url}\"\nnamespace = \"{}\"\n",
+                self.namespace()
+            ));
+        }
+        for (name, provider) in [("primary", "openai"), ("fallback", "anthropic")] {
+            text.push_str(&format!(
+                "[[routes]]\nname = \"{name}\"\nprovider = \"{provider}\"\nmodel = \"{name}\"\nbaseUrl = \"{}\"\napiKeyEnv = \"{KEY_VAR}\"\nmaxConcurrency = 4\n{route_extra}\n",
+                self.fake.base_url()
+            ));
+        }
+        std::fs::write(self.cfg.path().join("warden.toml"), text).unwrap();
+    }
+
+    /// Each run its own namespace, so tests sharing a server never meet.
+    fn namespace(&self) -> String {
+        self.cfg
+            .path()
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .into_owned()
+    }
+
+    /// `warden review --json -c CONFIG --skill code-review`, not yet started.
+    fn command(&self) -> std::process::Command {
+        let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("warden"));
+        cmd.current_dir(self.repo.path())
+            .args(["review", "--json", "--skill", "code-review", "-c"])
+            .arg(self.cfg.path().join("warden.toml"))
+            .env(KEY_VAR, "sk-fleet-test")
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("WARDEN_CACHE_DIR", fresh_cache_dir())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        for v in [
+            "CI",
+            "GITHUB_STEP_SUMMARY",
+            "NO_COLOR",
+            "WARDEN_REDIS_URL",
+            "HTTP_PROXY",
+            "HTTPS_PROXY",
+            "ALL_PROXY",
+        ] {
+            cmd.env_remove(v);
+        }
+        cmd
+    }
+
+    /// Runs one review: exit code, report, stderr.
+    fn review(&self) -> (i32, serde_json::Value, String) {
+        finish(self.command().spawn().unwrap())
+    }
+}
+
+/// Waits for a started review: exit code, report, stderr.
+fn finish(child: std::process::Child) -> (i32, serde_json::Value, String) {
+    let out = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    let v = serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout}\n{stderr}"));
+    (out.status.code().unwrap_or(-1), v, stderr)
+}
+
+/// (status, route) of every unit.
+fn statuses(v: &serde_json::Value) -> Vec<(String, String)> {
+    v["units"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|u| {
+            (
+                u["status"].as_str().unwrap().to_string(),
+                u["route"].as_str().unwrap_or("").to_string(),
+            )
+        })
+        .collect()
+}
+
+fn fleet_warnings(stderr: &str) -> usize {
+    stderr
+        .lines()
+        .filter(|l| l.contains("warning:") && l.contains("fleet:"))
+        .count()
+}
+
+#[test]
+fn after_one_review_opens_a_hanging_primary_three_later_reviews_send_it_nothing() {
+    let redis = RedisServer::start();
+    let run = FleetRun::new(4);
+    run.fake.script(
+        "primary",
+        vec![crate::support::fake_provider::Behavior::Hang],
+    );
+    run.config(Some(&redis.url()), &[], "");
+    let (code, v, err) = run.review();
+    assert_eq!(code, 0, "{err}");
+    let reviewed_by_fallback = vec![("reviewed".to_string(), "fallback".to_string()); 4];
+    assert_eq!(statuses(&v), reviewed_by_fallback, "{v}");
+    assert_eq!(v["routes"]["primary"]["breaker"]["state"], "open", "{v}");
+    let first = run.fake.requests_for("primary").len();
+    assert!(first >= 2, "minCalls timeouts open it: {first}");
+    assert_eq!(fleet_warnings(&err), 0, "{err}");
+    // Three later reviews, each its own process, learn from the fleet: nothing to the primary.
+    for i in 0..3 {
+        let (code, v, err) = run.review();
+        assert_eq!(code, 0, "review {i}: {err}");
+        assert_eq!(statuses(&v), reviewed_by_fallback, "review {i}: {v}");
+        assert_eq!(v["routes"]["primary"]["breaker"]["state"], "open", "{v}");
+        assert_eq!(fleet_warnings(&err), 0, "{err}");
+    }
+    assert_eq!(
+        run.fake.requests_for("primary").len(),
+        first,
+        "later reviews called the primary"
+    );
+    assert!(
+        !redis
+            .keys(&format!("warden:{}:brk:*", run.namespace()))
+            .is_empty()
+    );
+    // Without [fleet] a later review pays the timeouts again.
+    run.config(None, &[], "");
+    let (code, _, err) = run.review();
+    assert_eq!(code, 0, "{err}");
+    assert!(run.fake.requests_for("primary").len() > first);
+}
+
+mod shared_breakers {
+    use super::*;
+    use warden::config::{BreakerSettings, Execution};
+    use warden::engine::Breakers;
+    use warden::engine::breaker::{Admission, BreakerState};
+    use warden::fleet::Upstream;
+    use warden::fleet::breakers::FleetBreakers;
+    use warden::provider::Outcome;
+
+    fn exec(open_for: Duration, probes: u32) -> Execution {
+        Execution {
+            request_timeout: Duration::from_secs(2),
+            breaker: BreakerSettings {
+                window: Duration::from_secs(60),
+                min_calls: 2,
+                failure_rate: 0.5,
+                open_for,
+                half_open_probes: probes,
+            },
+            ..Default::default()
+        }
+    }
+
+    /// Two processes' breakers over one upstream (route 0) and another (route 1).
+    async fn two(
+        redis: &RedisServer,
+        ns: &str,
+        e: &Execution,
+    ) -> (FleetBreakers, FleetBreakers, Arc<Mutex<Vec<String>>>) {
+        let ups = [
+            Upstream {
+                provider: "openai".into(),
+                host: "h:1".into(),
+                model: "m".into(),
+            },
+            Upstream {
+                provider: "openai".into(),
+                host: "h:1".into(),
+                model: "other".into(),
+            },
+        ];
+        let (warn, seen) = warnings();
+        let mut made = Vec::new();
+        for _ in 0..2 {
+            let f = Fleet::connect(target(&redis.url(), None, Some(ns)), warn.clone())
+                .await
+                .unwrap();
+            made.push(FleetBreakers::new(f, &ups, e, tokio::time::Instant::now()));
+        }
+        let b = made.pop().unwrap();
+        (made.pop().unwrap(), b, seen)
+    }
+
+    fn now() -> tokio::time::Instant {
+        tokio::time::Instant::now()
+    }
+
+    #[test]
+    fn one_process_opens_the_upstream_for_all_and_probes_are_fleet_wide() {
+        let redis = RedisServer::start();
+        runtime().block_on(async {
+            let e = exec(Duration::from_millis(400), 1);
+            let (a, b, seen) = two(&redis, "open", &e).await;
+            assert_eq!(
+                a.record_async(0, now(), Outcome::Timeout, false).await,
+                None
+            );
+            let t = a
+                .record_async(0, now(), Outcome::Timeout, false)
+                .await
+                .expect("opens");
+            assert_eq!((t.from, t.to), (BreakerState::Closed, BreakerState::Open));
+            assert!(
+                t.reason
+                    .contains("2 of the last 2 attempts across the fleet"),
+                "{}",
+                t.reason
+            );
+            // The other process has recorded nothing, and is told at its next admission.
+            assert!(b.would_admit(0, now()), "its view is still closed");
+            let (adm, t) = b.admit_async(0, now()).await;
+            assert_eq!(adm, Admission::No);
+            assert_eq!(t.unwrap().to, BreakerState::Open);
+            assert!(!b.would_admit(0, now()) && b.reopens_at(0).is_some());
+            // Another upstream is not affected.
+            assert_eq!(b.admit_async(1, now()).await.0, Admission::Yes);
+            // After openFor one probe goes, from one process only.
+            tokio::time::sleep(Duration::from_millis(450)).await;
+            assert_eq!(b.admit_async(0, now()).await.0, Admission::Probe);
+            assert_eq!(a.admit_async(0, now()).await.0, Admission::No);
+            assert_eq!(b.admit_async(0, now()).await.0, Admission::No);
+            // A failed probe re-opens it for twice as long, for both.
+            let t = b
+                .record_async(0, now(), Outcome::Unavailable, true)
+                .await
+                .unwrap();
+            assert_eq!((t.from, t.to), (BreakerState::HalfOpen, BreakerState::Open));
+            assert!(
+                t.reason.contains("open again across the fleet for 800ms"),
+                "{}",
+                t.reason
+            );
+            tokio::time::sleep(Duration::from_millis(450)).await;
+            assert_eq!(
+                a.admit_async(0, now()).await.0,
+                Admission::No,
+                "800 ms, not 400"
+            );
+            tokio::time::sleep(Duration::from_millis(400)).await;
+            // A cancelled probe gives its lease back; a good one closes it for all.
+            assert_eq!(a.admit_async(0, now()).await.0, Admission::Probe);
+            assert_eq!(
+                a.record_async(0, now(), Outcome::Cancelled, true).await,
+                None
+            );
+            assert_eq!(b.admit_async(0, now()).await.0, Admission::Probe);
+            let t = b.record_async(0, now(), Outcome::Ok, true).await.unwrap();
+            assert_eq!(t.to, BreakerState::Closed);
+            let (adm, t) = a.admit_async(0, now()).await;
+            assert_eq!(adm, Admission::Yes);
+            assert_eq!(t.unwrap().to, BreakerState::Closed);
+            // b saw it open twice (the first time and after its failed probe).
+            let f = b.figures(0, now());
+            assert_eq!((f.state, f.opens), (BreakerState::Closed, 2));
+            assert!(seen.lock().unwrap().is_empty());
+        });
+    }
+
+    #[test]
+    fn auth_and_invalid_model_force_the_upstream_open_for_the_fleet() {
+        let redis = RedisServer::start();
+        runtime().block_on(async {
+            let e = exec(Duration::from_millis(100), 1);
+            let (a, b, _) = two(&redis, "forced", &e).await;
+            let t = a
+                .record_async(1, now(), Outcome::InvalidModel, false)
+                .await
+                .unwrap();
+            assert_eq!(t.to, BreakerState::ForcedOpen);
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            let (adm, t) = b.admit_async(1, now()).await;
+            assert_eq!(
+                adm,
+                Admission::No,
+                "forced open does not half-open after openFor"
+            );
+            assert_eq!(t.unwrap().to, BreakerState::ForcedOpen);
+            assert_eq!(b.state(1), BreakerState::ForcedOpen);
+            assert_eq!(b.admit_async(0, now()).await.0, Admission::Yes);
+        });
+        let ttl: i64 = ::redis::cmd("PTTL")
+            .arg(redis.keys("warden:forced:brk:*").first().unwrap())
+            .query(&mut redis.client())
+            .unwrap();
+        assert!(ttl > 14 * 60 * 1000, "forced open lasts 15 minutes: {ttl}");
+    }
+
+    #[test]
+    fn when_redis_dies_the_local_breakers_take_over_with_one_warning() {
+        let mut redis = RedisServer::start();
+        runtime().block_on(async {
+            let e = exec(Duration::from_secs(60), 1);
+            let (a, _b, seen) = two(&redis, "dies", &e).await;
+            a.record_async(0, now(), Outcome::Timeout, false).await;
+            redis.kill();
+            // The local breaker saw both outcomes: it opens on its own.
+            let t = a
+                .record_async(0, now(), Outcome::Timeout, false)
+                .await
+                .unwrap();
+            assert_eq!(t.to, BreakerState::Open);
+            assert_eq!(a.admit_async(0, now()).await.0, Admission::No);
+            assert_eq!(a.admit_async(1, now()).await.0, Admission::Yes);
+            let seen = seen.lock().unwrap();
+            assert_eq!(seen.len(), 1, "{seen:?}");
+        });
+    }
+}

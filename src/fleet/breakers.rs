@@ -1,0 +1,445 @@
+//! Shared breakers: every process records its attempt outcomes into the upstream's rolling
+//! window in Redis and takes breaker decisions from the fleet's window, so a provider that
+//! hangs costs the fleet `minCalls` timeouts, not every job `minCalls` timeouts. Both
+//! updates are Lua scripts (atomic on the server, timed by the server's clock); half-open
+//! probes are leases in Redis, at most `halfOpenProbes` across the fleet per open period
+//! (a lease whose holder died expires after one request deadline).
+//!
+//! This process keeps a view of each upstream's fleet state (what its last call to Redis
+//! said) for the engine's synchronous questions, and its own [`LocalBreakers`], fed with
+//! every outcome, which answer alone once the fleet is off (Redis failed once).
+
+use super::{Fleet, Upstream};
+use crate::config::{BreakerSettings, Execution, format_duration};
+use crate::engine::breaker::{Admission, BreakerState, Transition};
+use crate::engine::breakers::{BreakerFigures, Breakers, LocalBreakers};
+use crate::provider::Outcome;
+use futures_util::future::BoxFuture;
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{LazyLock, Mutex};
+use std::time::Duration;
+use tokio::time::Instant;
+
+static ADMIT: LazyLock<redis::Script> =
+    LazyLock::new(|| redis::Script::new(include_str!("lua/breaker_admit.lua")));
+static RECORD: LazyLock<redis::Script> =
+    LazyLock::new(|| redis::Script::new(include_str!("lua/breaker_record.lua")));
+
+/// How long an auth or invalid-model failure keeps the upstream forced open for the
+/// fleet (a run's "for the rest of the run", for runs that start later: a fixed key or
+/// model takes effect after this).
+pub const FORCED_FOR: Duration = Duration::from_secs(15 * 60);
+
+/// While another process holds the probe leases, how soon this one asks again.
+pub const PROBE_RECHECK: Duration = Duration::from_millis(500);
+
+/// Breakers kept in Redis per upstream, with local breakers as the fallback.
+pub struct FleetBreakers {
+    fleet: Fleet,
+    local: LocalBreakers,
+    cfg: BreakerSettings,
+    /// A half-open probe's lease: one request deadline and a margin.
+    probe_lease: Duration,
+    routes: Vec<RouteState>,
+    /// Makes window entries and probe ids unique across processes.
+    me: String,
+    next: AtomicU64,
+}
+
+struct RouteState {
+    keys: [String; 4],
+    view: Mutex<View>,
+}
+
+/// What this process last learned of one upstream's fleet state, and its figures.
+struct View {
+    state: BreakerState,
+    open_until: Instant,
+    opens: u32,
+    opened_at: Option<Instant>,
+    time_open: Duration,
+    /// Probe leases this process holds (any of them is released for a cancelled probe).
+    probes: VecDeque<String>,
+}
+
+/// A fleet answer: the state, and how long until a probe may go.
+#[derive(Clone, Copy)]
+struct Seen {
+    state: BreakerState,
+    wait: Duration,
+}
+
+impl FleetBreakers {
+    /// Breakers for routes whose upstreams are `upstreams` (by route index), with this
+    /// execution's breaker settings.
+    pub fn new(fleet: Fleet, upstreams: &[Upstream], exec: &Execution, now: Instant) -> Self {
+        let routes = upstreams
+            .iter()
+            .map(|u| {
+                let base = fleet.upstream_key("brk", u);
+                RouteState {
+                    keys: [
+                        base.clone(),
+                        format!("{base}:calls"),
+                        format!("{base}:failures"),
+                        format!("{base}:probes"),
+                    ],
+                    view: Mutex::new(View {
+                        state: BreakerState::Closed,
+                        open_until: now,
+                        opens: 0,
+                        opened_at: None,
+                        time_open: Duration::ZERO,
+                        probes: VecDeque::new(),
+                    }),
+                }
+            })
+            .collect();
+        FleetBreakers {
+            local: LocalBreakers::new(upstreams.len(), exec.breaker, now),
+            fleet,
+            cfg: exec.breaker,
+            probe_lease: exec.request_timeout.saturating_add(Duration::from_secs(1)),
+            routes,
+            me: format!("{}-{:016x}", std::process::id(), rand::random::<u64>()),
+            next: AtomicU64::new(0),
+        }
+    }
+
+    fn view(&self, route: usize) -> std::sync::MutexGuard<'_, View> {
+        self.routes[route].view.lock().expect("fleet breaker view")
+    }
+
+    fn unique(&self) -> String {
+        format!("{}-{}", self.me, self.next.fetch_add(1, Ordering::Relaxed))
+    }
+
+    async fn fleet_admit(
+        &self,
+        route: usize,
+        now: Instant,
+    ) -> Option<(Admission, Option<Transition>)> {
+        let keys = &self.routes[route].keys;
+        let id = self.unique();
+        let mut inv = ADMIT.prepare_invoke();
+        inv.key(&keys[0]).key(&keys[3]);
+        inv.arg(self.cfg.half_open_probes)
+            .arg(ms(self.probe_lease))
+            .arg(&id);
+        let (state, wait, granted): (String, u64, u8) = self
+            .fleet
+            .call("asking a breaker", |mut c| async move {
+                inv.invoke_async(&mut c).await
+            })
+            .await
+            .ok()?;
+        let mut seen = Seen::parse(&state, wait)?;
+        let mut v = self.view(route);
+        if seen.state == BreakerState::HalfOpen && granted == 0 && v.probes.is_empty() {
+            // Every probe lease is out, held by other processes: this one treats the
+            // upstream as open and asks again shortly, instead of spinning on it. (Its own
+            // probe's verdict comes back through its own record.)
+            seen = Seen {
+                state: BreakerState::Open,
+                wait: PROBE_RECHECK,
+            };
+        }
+        let t = v.observe(seen, now, || self.reason_seen(seen.state));
+        let admission = match v.state {
+            BreakerState::Closed => Admission::Yes,
+            BreakerState::HalfOpen if granted == 1 => {
+                v.probes.push_back(id);
+                Admission::Probe
+            }
+            _ => Admission::No,
+        };
+        Some((admission, t))
+    }
+
+    async fn fleet_record(
+        &self,
+        route: usize,
+        now: Instant,
+        outcome: Outcome,
+        probe: bool,
+    ) -> Option<Option<Transition>> {
+        let kind = if outcome == Outcome::Cancelled {
+            "cancel"
+        } else if outcome.forces_open() {
+            "force"
+        } else if outcome.is_breaker_failure() {
+            "fail"
+        } else {
+            "ok"
+        };
+        let probe_id = if probe {
+            self.view(route).probes.pop_front().unwrap_or_default()
+        } else {
+            String::new()
+        };
+        let keys = &self.routes[route].keys;
+        let mut inv = RECORD.prepare_invoke();
+        for k in keys {
+            inv.key(k);
+        }
+        inv.arg(kind).arg(u8::from(probe)).arg(probe_id);
+        inv.arg(ms(self.cfg.window)).arg(self.cfg.min_calls);
+        inv.arg(self.cfg.failure_rate).arg(ms(self.cfg.open_for));
+        inv.arg(self.unique()).arg(ms(FORCED_FOR));
+        let (state, wait, calls, failures): (String, u64, u64, u64) = self
+            .fleet
+            .call("recording an attempt", |mut c| async move {
+                inv.invoke_async(&mut c).await
+            })
+            .await
+            .ok()?;
+        let seen = Seen::parse(&state, wait)?;
+        let mine = calls > 0 || (probe && kind != "cancel") || kind == "force";
+        let reason = || match seen.state {
+            BreakerState::Open if calls > 0 => format!(
+                "{failures} of the last {calls} attempts across the fleet timed out or were unavailable; open for {}",
+                format_duration(seen.wait)
+            ),
+            BreakerState::Open if mine => format!(
+                "probe failed ({outcome}); open again across the fleet for {}",
+                format_duration(seen.wait)
+            ),
+            BreakerState::Closed if mine => format!("probe succeeded ({outcome})"),
+            BreakerState::ForcedOpen if mine => format!(
+                "{outcome}: the route cannot work with this key or model; open across the fleet for {}",
+                format_duration(FORCED_FOR)
+            ),
+            s => self.reason_seen(s),
+        };
+        let mut v = self.view(route);
+        Some(v.observe(seen, now, reason))
+    }
+
+    fn reason_seen(&self, state: BreakerState) -> String {
+        match state {
+            BreakerState::Open => {
+                "opened by the fleet's window (attempts of other warden processes)".into()
+            }
+            BreakerState::HalfOpen => format!(
+                "openFor elapsed; letting {} probe(s) through across the fleet",
+                self.cfg.half_open_probes
+            ),
+            BreakerState::ForcedOpen => {
+                "forced open by the fleet (auth or invalid model on this upstream)".into()
+            }
+            BreakerState::Closed => "closed by the fleet (a probe succeeded)".into(),
+        }
+    }
+}
+
+fn ms(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+impl Seen {
+    fn parse(state: &str, wait_ms: u64) -> Option<Seen> {
+        let state = match state {
+            "closed" => BreakerState::Closed,
+            "open" => BreakerState::Open,
+            "half_open" => BreakerState::HalfOpen,
+            "forced" => BreakerState::ForcedOpen,
+            _ => return None,
+        };
+        Some(Seen {
+            state,
+            wait: Duration::from_millis(wait_ms),
+        })
+    }
+}
+
+impl View {
+    /// Takes the fleet's state; a change is a transition with `reason`.
+    fn observe(
+        &mut self,
+        seen: Seen,
+        now: Instant,
+        reason: impl FnOnce() -> String,
+    ) -> Option<Transition> {
+        if seen.state == BreakerState::Open {
+            self.open_until = now + seen.wait;
+        }
+        let from = self.state;
+        if from == seen.state {
+            return None;
+        }
+        let to = seen.state;
+        if from == BreakerState::Closed {
+            self.opened_at = Some(now);
+        }
+        if to == BreakerState::Closed
+            && let Some(t) = self.opened_at.take()
+        {
+            self.time_open = self
+                .time_open
+                .saturating_add(now.saturating_duration_since(t));
+        }
+        if matches!(to, BreakerState::Open | BreakerState::ForcedOpen) {
+            self.opens += 1;
+        }
+        if to != BreakerState::HalfOpen {
+            self.probes.clear();
+        }
+        self.state = to;
+        Some(Transition {
+            from,
+            to,
+            reason: reason(),
+        })
+    }
+
+    fn time_open(&self, now: Instant) -> Duration {
+        let open_now = self
+            .opened_at
+            .map_or(Duration::ZERO, |t| now.saturating_duration_since(t));
+        self.time_open.saturating_add(open_now)
+    }
+}
+
+impl Breakers for FleetBreakers {
+    fn would_admit(&self, route: usize, now: Instant) -> bool {
+        if !self.fleet.is_on() {
+            return self.local.would_admit(route, now);
+        }
+        let v = self.view(route);
+        match v.state {
+            BreakerState::Closed | BreakerState::HalfOpen => true,
+            BreakerState::Open => now >= v.open_until,
+            BreakerState::ForcedOpen => false,
+        }
+    }
+
+    fn admit(&self, route: usize, now: Instant) -> (Admission, Option<Transition>) {
+        self.local.admit(route, now)
+    }
+
+    fn record(
+        &self,
+        route: usize,
+        now: Instant,
+        outcome: Outcome,
+        probe: bool,
+    ) -> Option<Transition> {
+        self.local.record(route, now, outcome, probe)
+    }
+
+    fn admit_async(
+        &self,
+        route: usize,
+        now: Instant,
+    ) -> BoxFuture<'_, (Admission, Option<Transition>)> {
+        Box::pin(async move {
+            match self.fleet_admit(route, now).await {
+                Some(answer) => answer,
+                None => self.local.admit(route, now),
+            }
+        })
+    }
+
+    fn record_async(
+        &self,
+        route: usize,
+        now: Instant,
+        outcome: Outcome,
+        probe: bool,
+    ) -> BoxFuture<'_, Option<Transition>> {
+        Box::pin(async move {
+            // The local breakers see every outcome, so they are warm if the fleet goes off.
+            let local = self.local.record(route, now, outcome, probe);
+            match self.fleet_record(route, now, outcome, probe).await {
+                Some(t) => t,
+                None => local,
+            }
+        })
+    }
+
+    fn reopens_at(&self, route: usize) -> Option<Instant> {
+        if !self.fleet.is_on() {
+            return self.local.reopens_at(route);
+        }
+        let v = self.view(route);
+        (v.state == BreakerState::Open).then_some(v.open_until)
+    }
+
+    fn state(&self, route: usize) -> BreakerState {
+        if !self.fleet.is_on() {
+            return self.local.state(route);
+        }
+        self.view(route).state
+    }
+
+    fn figures(&self, route: usize, now: Instant) -> BreakerFigures {
+        let local = self.local.figures(route, now);
+        let state = self.state(route);
+        let v = self.view(route);
+        BreakerFigures {
+            state,
+            opens: local.opens.max(v.opens),
+            time_open: local.time_open.max(v.time_open(now)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn view(now: Instant) -> View {
+        View {
+            state: BreakerState::Closed,
+            open_until: now,
+            opens: 0,
+            opened_at: None,
+            time_open: Duration::ZERO,
+            probes: VecDeque::new(),
+        }
+    }
+
+    fn seen(s: &str, ms: u64) -> Seen {
+        Seen::parse(s, ms).unwrap()
+    }
+
+    #[test]
+    fn the_view_turns_fleet_answers_into_transitions_and_figures() {
+        let t0 = Instant::now();
+        let mut v = view(t0);
+        assert!(v.observe(seen("closed", 0), t0, || "x".into()).is_none());
+        let t = v
+            .observe(seen("open", 30_000), t0, || "opened".into())
+            .unwrap();
+        assert_eq!(
+            (t.from, t.to, t.reason.as_str()),
+            (BreakerState::Closed, BreakerState::Open, "opened")
+        );
+        assert_eq!(v.open_until, t0 + Duration::from_secs(30));
+        // Open again with a later end (another process's failed probe): no transition.
+        assert!(v.observe(seen("open", 60_000), t0, || "x".into()).is_none());
+        assert_eq!(v.open_until, t0 + Duration::from_secs(60));
+        let t1 = t0 + Duration::from_secs(60);
+        v.probes.push_back("p".into());
+        assert_eq!(
+            v.observe(seen("half_open", 0), t1, || "h".into())
+                .unwrap()
+                .to,
+            BreakerState::HalfOpen
+        );
+        assert_eq!(v.probes.len(), 1, "a half-open view keeps its probe leases");
+        assert_eq!(
+            v.observe(seen("closed", 0), t1, || "c".into()).unwrap().to,
+            BreakerState::Closed
+        );
+        assert!(v.probes.is_empty());
+        assert_eq!((v.opens, v.time_open(t1)), (1, Duration::from_secs(60)));
+        assert_eq!(
+            v.observe(seen("forced", 0), t1, || "f".into()).unwrap().to,
+            BreakerState::ForcedOpen
+        );
+        assert_eq!(v.opens, 2);
+        assert!(Seen::parse("garbage", 0).is_none());
+    }
+}
