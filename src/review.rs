@@ -10,6 +10,7 @@ use crate::engine::{
 };
 use crate::error::{Error, Result};
 use crate::fleet::breakers::FleetBreakers;
+use crate::fleet::bulkhead::{FleetBulkhead, FleetCap};
 use crate::fleet::{Fleet, Upstream};
 use crate::plan::Plan;
 use crate::report::{self, Report};
@@ -146,16 +147,33 @@ pub async fn run(input: ReviewInput, sink: Sink, interrupt: CancellationToken) -
     report
 }
 
-/// The engine with its breakers kept in the fleet's Redis (local ones as the fallback).
+/// The engine with its breakers, and the permits of routes with `fleetMaxConcurrency`,
+/// kept in the fleet's Redis (local ones as the fallback).
 fn with_fleet(engine: Engine, fleet: &Fleet, settings: &Settings) -> Engine {
     let upstreams: Vec<Upstream> = settings.routes.iter().map(Upstream::of).collect();
-    let breakers = FleetBreakers::new(
-        fleet.clone(),
-        &upstreams,
-        &settings.execution,
-        Instant::now(),
-    );
-    engine.with_breakers(breakers)
+    let exec = &settings.execution;
+    let breakers = FleetBreakers::new(fleet.clone(), &upstreams, exec, Instant::now());
+    let engine = engine.with_breakers(breakers);
+    if settings
+        .routes
+        .iter()
+        .all(|r| r.fleet_max_concurrency.is_none())
+    {
+        return engine;
+    }
+    let caps: Vec<FleetCap> = settings
+        .routes
+        .iter()
+        .zip(upstreams)
+        .map(|(r, upstream)| FleetCap {
+            upstream,
+            cap: r.fleet_max_concurrency,
+        })
+        .collect();
+    let local = settings.routes.iter().map(|r| r.max_concurrency);
+    // A lease of one request deadline: a crashed process's permits come back within it.
+    let bulkhead = FleetBulkhead::new(fleet.clone(), local, &caps, exec.request_timeout);
+    engine.with_bulkhead(bulkhead)
 }
 
 /// Ticks are events: displays redraw their clocks from them.

@@ -1,7 +1,8 @@
 //! Fleet mode: route health and capacity shared through Redis by every warden process of
 //! a team's CI (`[fleet] redis`). A [`Fleet`] is one connection to that server; what is
 //! shared lives under keys named by [`Fleet::key`] / [`Fleet::upstream_key`] (each
-//! route's [`Upstream`], under the fleet's namespace).
+//! route's [`Upstream`], under the fleet's namespace): the engine's breakers
+//! ([`breakers::FleetBreakers`]) and permits ([`bulkhead::FleetBulkhead`]).
 //!
 //! Redis is a helper, never a dependency: every call is bounded ([`CALL_TIMEOUT`]), and
 //! the first call that fails (down, slow, refusing, wrong password, protocol garbage)
@@ -9,6 +10,7 @@
 //! continues on local state with the same outcome it would have had without `[fleet]`.
 
 pub mod breakers;
+pub mod bulkhead;
 mod connect;
 pub mod upstream;
 

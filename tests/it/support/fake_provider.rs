@@ -147,6 +147,28 @@ struct State {
     scripts: HashMap<String, VecDeque<Behavior>>,
     default: Option<Behavior>,
     log: Vec<Record>,
+    /// Requests being answered now (read, and the connection not yet closed).
+    in_flight: usize,
+    /// The most requests in flight at once so far.
+    max_in_flight: usize,
+}
+
+/// Counts a request in flight until it is dropped (answered, or the client hung up).
+struct InFlight(Arc<Mutex<State>>);
+
+impl InFlight {
+    fn start(state: &Arc<Mutex<State>>) -> InFlight {
+        let mut st = state.lock().unwrap();
+        st.in_flight += 1;
+        st.max_in_flight = st.max_in_flight.max(st.in_flight);
+        InFlight(state.clone())
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.lock().unwrap().in_flight -= 1;
+    }
 }
 
 pub struct FakeProvider {
@@ -239,6 +261,16 @@ impl FakeProvider {
 
     pub fn requests(&self) -> Vec<Record> {
         self.state.lock().unwrap().log.clone()
+    }
+
+    /// The most requests (any model) the fake was answering at once so far.
+    pub fn max_in_flight(&self) -> usize {
+        self.state.lock().unwrap().max_in_flight
+    }
+
+    /// Requests (any model) being answered now.
+    pub fn in_flight(&self) -> usize {
+        self.state.lock().unwrap().in_flight
     }
 
     pub fn requests_for(&self, model: &str) -> Vec<Record> {
@@ -344,6 +376,7 @@ async fn handle(
         st.log.len() - 1
     };
     let behavior = next_behavior(&state, &model);
+    let _in_flight = InFlight::start(&state);
     let hangup = async {
         let mut b = [0u8; 64];
         loop {

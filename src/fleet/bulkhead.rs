@@ -1,0 +1,202 @@
+//! Fleet permits: a route's `fleetMaxConcurrency` caps its upstream's attempts in flight
+//! across every process of the fleet. A fleet permit is a lease in Redis (taken by a Lua
+//! script, atomically against the cap), renewed while its attempt runs and given back when
+//! the attempt ends; a process that dies loses its leases within one request deadline.
+//!
+//! An attempt holds its route's local permit (`maxConcurrency`) and then a fleet permit.
+//! Waiting for the fleet permit is part of the engine's wait for a permit, so it obeys
+//! the same budgets and cancellation. When the fleet is off (Redis failed once), the local
+//! permit alone is handed out.
+
+use super::{Fleet, Upstream};
+use crate::engine::bulkhead::{Bulkhead, LocalBulkhead, Permit};
+use futures_util::future::BoxFuture;
+use std::sync::LazyLock;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+use tokio::task::JoinHandle;
+
+static ACQUIRE: LazyLock<redis::Script> =
+    LazyLock::new(|| redis::Script::new(include_str!("lua/permit_acquire.lua")));
+static RENEW: LazyLock<redis::Script> =
+    LazyLock::new(|| redis::Script::new(include_str!("lua/permit_renew.lua")));
+
+/// How often a process waiting for a fleet permit asks again (plus up to as much jitter).
+pub const POLL: Duration = Duration::from_millis(50);
+
+/// A route's fleet cap, by route index.
+pub struct FleetCap {
+    /// The route's upstream.
+    pub upstream: Upstream,
+    /// `fleetMaxConcurrency` (None: the route has only its local cap).
+    pub cap: Option<usize>,
+}
+
+/// Local permits, plus fleet permits for routes with `fleetMaxConcurrency`.
+pub struct FleetBulkhead {
+    fleet: Fleet,
+    local: LocalBulkhead,
+    /// Per route: the permits key and the fleet cap.
+    caps: Vec<Option<(String, usize)>>,
+    /// How long a permit lives without renewal: one request deadline.
+    lease: Duration,
+    me: String,
+    next: AtomicU64,
+}
+
+impl FleetBulkhead {
+    /// `local_caps` are the routes' `maxConcurrency`; `lease` is one request deadline.
+    pub fn new(
+        fleet: Fleet,
+        local_caps: impl IntoIterator<Item = usize>,
+        caps: &[FleetCap],
+        lease: Duration,
+    ) -> Self {
+        FleetBulkhead {
+            caps: caps
+                .iter()
+                .map(|c| {
+                    c.cap
+                        .map(|n| (fleet.upstream_key("permits", &c.upstream), n.max(1)))
+                })
+                .collect(),
+            local: LocalBulkhead::new(local_caps),
+            fleet,
+            lease: lease.max(Duration::from_millis(300)),
+            me: format!("{}-{:016x}", std::process::id(), rand::random::<u64>()),
+            next: AtomicU64::new(0),
+        }
+    }
+
+    /// With the local permit in hand, waits for a fleet permit of `route` (if it has a
+    /// fleet cap and the fleet is on). Dropping this future gives both up.
+    async fn with_fleet_permit(&self, route: usize, local: Permit) -> Permit {
+        let Some((key, cap)) = self.caps[route].clone() else {
+            return local;
+        };
+        let lease_ms = u64::try_from(self.lease.as_millis()).unwrap_or(u64::MAX);
+        loop {
+            if !self.fleet.is_on() {
+                return local;
+            }
+            let id = format!("{}-{}", self.me, self.next.fetch_add(1, Ordering::Relaxed));
+            let mut inv = ACQUIRE.prepare_invoke();
+            inv.key(&key).arg(cap).arg(lease_ms).arg(&id);
+            let taken: Result<u8, _> = self
+                .fleet
+                .call("taking a fleet permit", |mut c| async move {
+                    inv.invoke_async(&mut c).await
+                })
+                .await;
+            match taken {
+                Ok(1) => return self.held(local, key, id),
+                Ok(_) => {
+                    let jitter = POLL.mul_f64(rand::random::<f64>());
+                    tokio::time::sleep(POLL + jitter).await;
+                }
+                Err(_) => return local,
+            }
+        }
+    }
+
+    fn held(&self, local: Permit, key: String, id: String) -> Permit {
+        let renewer = tokio::spawn(renew(
+            self.fleet.clone(),
+            key.clone(),
+            id.clone(),
+            self.lease,
+        ));
+        Permit::new(Leased {
+            _local: local,
+            fleet: self.fleet.clone(),
+            key,
+            id,
+            renewer,
+        })
+    }
+}
+
+/// Renews a permit's lease every third of it while the attempt runs.
+async fn renew(fleet: Fleet, key: String, id: String, lease: Duration) {
+    let lease_ms = u64::try_from(lease.as_millis()).unwrap_or(u64::MAX);
+    loop {
+        tokio::time::sleep(lease / 3).await;
+        let (key, id) = (key.clone(), id.clone());
+        let renewed = fleet
+            .call("renewing a fleet permit", |mut c| async move {
+                RENEW
+                    .key(key)
+                    .arg(lease_ms)
+                    .arg(id)
+                    .invoke_async::<u8>(&mut c)
+                    .await
+            })
+            .await;
+        if renewed.is_err() {
+            return;
+        }
+    }
+}
+
+/// A held fleet permit (and the local one under it); dropping it gives both back.
+struct Leased {
+    _local: Permit,
+    fleet: Fleet,
+    key: String,
+    id: String,
+    renewer: JoinHandle<()>,
+}
+
+impl Drop for Leased {
+    fn drop(&mut self) {
+        self.renewer.abort();
+        let (fleet, key, id) = (
+            self.fleet.clone(),
+            std::mem::take(&mut self.key),
+            std::mem::take(&mut self.id),
+        );
+        // Outside a runtime (shutting down) the lease simply runs out.
+        if let Ok(rt) = tokio::runtime::Handle::try_current() {
+            rt.spawn(async move {
+                let _ = fleet
+                    .query::<u8>(
+                        "giving back a fleet permit",
+                        redis::cmd("ZREM").arg(key).arg(id).clone(),
+                    )
+                    .await;
+            });
+        }
+    }
+}
+
+impl Bulkhead for FleetBulkhead {
+    fn acquire(&self, route: usize) -> BoxFuture<'_, Permit> {
+        Box::pin(async move {
+            let local = self.local.acquire(route).await;
+            self.with_fleet_permit(route, local).await
+        })
+    }
+
+    fn try_acquire(&self, route: usize) -> Option<Permit> {
+        // A fleet permit takes a round trip: routes with a fleet cap are waited for.
+        if self.caps[route].is_some() && self.fleet.is_on() {
+            return None;
+        }
+        self.local.try_acquire(route)
+    }
+
+    fn acquire_new(&self, route: usize) -> BoxFuture<'_, Permit> {
+        Box::pin(async move {
+            let local = self.local.acquire_new(route).await;
+            self.with_fleet_permit(route, local).await
+        })
+    }
+
+    fn cap(&self, route: usize) -> usize {
+        self.local.cap(route)
+    }
+
+    fn peak(&self, route: usize) -> usize {
+        self.local.peak(route)
+    }
+}
