@@ -3,7 +3,7 @@
 //! report is built from what came back. Consumers (progress, telemetry) see it all as
 //! events; the caller gets a [`Report`].
 
-use crate::cache::{Cache, ReviewCache};
+use crate::cache::{Levels, ReviewCache};
 use crate::config::Settings;
 use crate::engine::{
     Engine, EngineReport, EngineRoute, Event, Pass, ReviewInfo, Sink, UnitLabels, UnitWork,
@@ -40,8 +40,8 @@ pub struct ReviewInput {
     pub trust: Option<TrustReport>,
     /// The skills of the run and their origins, for the report.
     pub skill_uses: Vec<SkillUse>,
-    /// The result cache (None: off, or unusable after its one warning).
-    pub cache: Option<Cache>,
+    /// The result cache's levels (none: off, or unusable after its one warning).
+    pub cache: Levels,
     /// `--shard K/N`: review only this part of the plan (see `crate::shard`).
     pub shard: Option<Shard>,
     /// `[fleet]`: the Redis shared with the team's other warden processes (None: not
@@ -97,7 +97,8 @@ pub async fn run(input: ReviewInput, sink: Sink, interrupt: CancellationToken) -
         &skills,
         (&settings.routes, &routes_of),
         settings.verification,
-    );
+    )
+    .await;
     sink.emit(Event::ReviewStarted(Arc::new(ReviewInfo {
         target: plan.target.clone(),
         units: plan.units.len(),
@@ -129,7 +130,7 @@ pub async fn run(input: ReviewInput, sink: Sink, interrupt: CancellationToken) -
         None
     };
     ticker.abort();
-    cached.finish(verification.as_mut());
+    cached.finish(verification.as_mut()).await;
     let mut report = report::build(&plan, &review, &settings, &skills, verification.as_ref());
     report.vcs = vcs;
     report.trust = trust;

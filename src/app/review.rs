@@ -6,7 +6,7 @@ use super::{cache_warn, setup_color, warn, warn_trust};
 use std::path::PathBuf;
 use std::sync::Arc;
 use warden::cache::location::Sources;
-use warden::cache::{self, Cache};
+use warden::cache::{self, Cache, Levels};
 use warden::cli::ReviewArgs;
 use warden::error::{Error, Result};
 use warden::fleet::{self, Fleet};
@@ -22,7 +22,7 @@ pub(super) fn review_cmd(args: &ReviewArgs) -> Result<i32> {
     warn(&args.ui, &prepared.settings);
     warn_trust(&args.ui, &prepared.trust);
     let routes = review::routes(&prepared.settings)?;
-    let cache = Cache::open(
+    let local = Cache::open(
         cache::Request {
             settings: &prepared.settings.cache,
             disabled: args.cache.no_cache,
@@ -42,6 +42,11 @@ pub(super) fn review_cmd(args: &ReviewArgs) -> Result<i32> {
     let fleet = match fleet::target(&prepared.settings.fleet, |k| std::env::var(k).ok())? {
         Some(t) => runtime.block_on(Fleet::connect(t, cache_warn(&args.ui))),
         None => None,
+    };
+    let cache = Levels {
+        local,
+        shared: None,
+        max_age: prepared.settings.cache.max_age,
     };
     let input = ReviewInput {
         fleet,

@@ -10,12 +10,13 @@
 pub mod key;
 pub mod location;
 mod session;
+pub mod shared;
 pub mod sqlite;
 pub mod store;
 pub mod value;
 
 pub use key::Key;
-pub use session::ReviewCache;
+pub use session::{Levels, ReviewCache};
 pub use store::{Blob, Millis, Store, StoreError};
 pub use value::Answer;
 

@@ -23,7 +23,7 @@ pub use breakers::{Breakers, LocalBreakers};
 pub use bulkhead::{Bulkhead, LocalBulkhead, Permit};
 pub use events::{AttemptReason, Event, Pass, ReviewInfo, RouteInfo, Sink, UnitInfo};
 pub use outcome::{
-    AttemptLog, EngineReport, FromCache, Move, RouteSummary, UnitResult, UnitStatus,
+    AttemptLog, CacheLevel, EngineReport, FromCache, Move, RouteSummary, UnitResult, UnitStatus,
 };
 pub use retry::{RetryPolicy, Stop};
 pub use route_picker::{Ordered, RouteOrder, RoutePicker};

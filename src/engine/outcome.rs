@@ -100,6 +100,28 @@ pub struct FromCache {
     pub cached_at: u64,
     /// The model that answered.
     pub model: String,
+    /// Which level of the cache held it.
+    pub level: CacheLevel,
+}
+
+/// The level of the result cache that answered a unit.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum CacheLevel {
+    /// This machine's store (an earlier run here).
+    Local,
+    /// The fleet's shared store (a run on another machine or in another job).
+    Shared,
+}
+
+impl CacheLevel {
+    /// The level's name, as reports write it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CacheLevel::Local => "local",
+            CacheLevel::Shared => "shared",
+        }
+    }
 }
 
 /// Per-route figures the engine itself knows (the rest is derived from attempts).

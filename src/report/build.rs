@@ -8,7 +8,7 @@ use super::{
 };
 use crate::chunk::{Chunk, ChunkLineKind};
 use crate::config::{Settings, Thresholds};
-use crate::engine::{EngineReport, UnitResult, UnitStatus};
+use crate::engine::{CacheLevel, EngineReport, UnitResult, UnitStatus};
 use crate::findings::ModelFinding;
 use crate::plan::{Plan, Unit};
 use crate::provider::Outcome;
@@ -42,6 +42,12 @@ pub fn build(
         .map(|(unit, result)| {
             summary.count(result.status);
             summary.from_cache += usize::from(result.from_cache.is_some());
+            summary.from_shared_cache += usize::from(
+                result
+                    .from_cache
+                    .as_ref()
+                    .is_some_and(|c| c.level == CacheLevel::Shared),
+            );
             summary.findings_dropped += result.dropped_findings;
             unit_report(plan, unit, result, &mut judge)
         })
@@ -209,6 +215,7 @@ fn unit_report(plan: &Plan, unit: &Unit, result: &UnitResult, judge: &mut Judge)
             )
             .to_string()
         }),
+        cache_level: result.from_cache.as_ref().map(|c| c.level),
         reason: result.reason.clone(),
         routes_tried: result.routes_tried.clone(),
         attempts: result.attempts.iter().map(AttemptReport::from).collect(),

@@ -90,6 +90,7 @@ mod tests {
             model: None,
             source: crate::report::Source::Model,
             cached_at: None,
+            cache_level: None,
             reason: String::new(),
             routes_tried: vec![],
             attempts: vec![],

@@ -6,8 +6,10 @@
 
 use super::build::{counters, sort_findings};
 use super::metrics::percentiles;
-use super::{MissingShard, Report, RouteMetrics, SCHEMA_VERSION, Summary, UnitReport, dedupe};
-use crate::engine::BreakerState;
+use super::{
+    MissingShard, Report, RouteMetrics, SCHEMA_VERSION, Source, Summary, UnitReport, dedupe,
+};
+use crate::engine::{BreakerState, CacheLevel};
 use crate::error::{Error, Result};
 use crate::provider::Outcome;
 use crate::shard::Shard;
@@ -115,6 +117,8 @@ fn join(whole: Shard, reports: Vec<Report>) -> Report {
     };
     for u in &units {
         summary.count(u.status);
+        summary.from_cache += usize::from(u.source == Source::Cache);
+        summary.from_shared_cache += usize::from(u.cache_level == Some(CacheLevel::Shared));
     }
     // A missing shard's units never ran here: they are counted as skipped.
     summary.skipped += missing.iter().map(|m| m.units).sum::<usize>();

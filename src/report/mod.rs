@@ -29,7 +29,7 @@ pub use rules::SkillInfo;
 pub use source::SourceContext;
 pub use vcs::Vcs;
 
-use crate::engine::UnitStatus;
+use crate::engine::{CacheLevel, UnitStatus};
 use crate::provider::{Outcome, Stage};
 use crate::scan::Skipped;
 use crate::severity::{Confidence, Severity};
@@ -169,6 +169,9 @@ pub struct Summary {
     pub findings: usize,
     /// Reviewed units answered from the result cache (no request made).
     pub from_cache: usize,
+    /// Of those, the units the fleet's shared level answered.
+    #[serde(default)]
+    pub from_shared_cache: usize,
     /// Findings the model returned that were dropped (outside the chunk, invalid) or
     /// filtered (below minConfidence or reportOn, over maxFindings).
     pub findings_dropped: usize,
@@ -236,6 +239,9 @@ pub struct UnitReport {
     pub source: Source,
     /// When the cached answer was produced (RFC 3339), for `source: cache`.
     pub cached_at: Option<String>,
+    /// For `source: cache`: `local` (this machine's store) or `shared` (the fleet's).
+    #[serde(default)]
+    pub cache_level: Option<CacheLevel>,
     /// Why it ended so, for people.
     pub reason: String,
     /// The route of each attempt, in order.

@@ -250,9 +250,13 @@ fn footer(out: &mut String, r: &Report) {
     provenance(out, r);
     let s = &r.summary;
     if s.from_cache > 0 {
+        let shared = match s.from_shared_cache {
+            0 => String::new(),
+            n => format!(", {n} of them from the fleet's shared cache"),
+        };
         let _ = writeln!(
             out,
-            "{} of {} units from cache (answers of earlier runs for unchanged code; no request made)",
+            "{} of {} units from cache (answers of earlier runs for unchanged code; no request made{shared})",
             s.from_cache, s.units
         );
     }
