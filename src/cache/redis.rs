@@ -1,0 +1,139 @@
+//! The shared level in the fleet's Redis: one string per answer under
+//! `warden:[namespace:]cache:<key>`, holding the sealed value (checksum, newline, bytes), set
+//! to expire after the cache's maxAge. Every call goes through the [`Fleet`] handle, so it is
+//! bounded and the first failure gives the fleet's one warning and turns Redis off for the
+//! run (breakers, permits and the cache alike).
+
+use super::key::Key;
+use super::shared::SharedStore;
+use crate::fleet::{Fleet, FleetError};
+use futures_util::future::BoxFuture;
+use std::time::Duration;
+
+/// The first part of every cache key in the fleet's namespace.
+const KIND: &str = "cache";
+
+/// Keys asked per `SCAN` step when counting or clearing the shared level.
+const SCAN_COUNT: usize = 1000;
+
+/// The shared level over the fleet's connection.
+pub struct RedisLevel(pub Fleet);
+
+impl RedisLevel {
+    fn key(&self, k: &Key) -> String {
+        self.0.key(&[KIND, k.as_str()])
+    }
+
+    /// `SCAN … MATCH` pattern of every cache key in this namespace (glob characters of the
+    /// namespace escaped).
+    fn pattern(&self) -> String {
+        let prefix = self.0.key(&[KIND, ""]);
+        let mut out = String::with_capacity(prefix.len() + 2);
+        for c in prefix.chars() {
+            if matches!(c, '*' | '?' | '[' | ']' | '\\') {
+                out.push('\\');
+            }
+            out.push(c);
+        }
+        out.push('*');
+        out
+    }
+
+    /// Walks the namespace's cache keys with `SCAN`, one bounded call per step, handing
+    /// each step's keys to `each`. Stops at the first failed call.
+    async fn scan<F, Fut>(&self, what: &str, mut each: F) -> Result<u64, FleetError>
+    where
+        F: FnMut(Vec<String>) -> Fut,
+        Fut: std::future::Future<Output = Result<(), FleetError>>,
+    {
+        let pattern = self.pattern();
+        let mut cursor: u64 = 0;
+        let mut seen = 0u64;
+        loop {
+            let mut cmd = redis::cmd("SCAN");
+            cmd.arg(cursor)
+                .arg("MATCH")
+                .arg(&pattern)
+                .arg("COUNT")
+                .arg(SCAN_COUNT);
+            let (next, keys): (u64, Vec<String>) = self.0.query(what, cmd).await?;
+            seen += keys.len() as u64;
+            if !keys.is_empty() {
+                each(keys).await?;
+            }
+            if next == 0 {
+                return Ok(seen);
+            }
+            cursor = next;
+        }
+    }
+
+    /// How many answers the shared level holds in this namespace.
+    pub async fn count(&self) -> Result<u64, FleetError> {
+        self.scan("counting the shared cache", |_| async { Ok(()) })
+            .await
+    }
+
+    /// Deletes every answer of this namespace from the shared level; how many there were.
+    /// Other namespaces and the fleet's other keys are left alone.
+    pub async fn clear(&self) -> Result<u64, FleetError> {
+        let fleet = self.0.clone();
+        self.scan("clearing the shared cache", move |keys| {
+            let fleet = fleet.clone();
+            async move {
+                let mut cmd = redis::cmd("UNLINK");
+                cmd.arg(keys);
+                fleet.query::<u64>("clearing the shared cache", cmd).await?;
+                Ok(())
+            }
+        })
+        .await
+    }
+}
+
+impl SharedStore for RedisLevel {
+    fn location(&self) -> String {
+        format!("redis {} ({})", self.0.server(), self.0.key(&[KIND, "…"]))
+    }
+
+    fn get_many<'a>(
+        &'a self,
+        keys: &'a [Key],
+    ) -> BoxFuture<'a, Result<Vec<Option<Vec<u8>>>, String>> {
+        Box::pin(async move {
+            let mut cmd = redis::cmd("MGET");
+            for k in keys {
+                cmd.arg(self.key(k));
+            }
+            self.0
+                .query("reading the shared cache", cmd)
+                .await
+                .map_err(|e| e.to_string())
+        })
+    }
+
+    fn put_many<'a>(
+        &'a self,
+        entries: &'a [(Key, Vec<u8>)],
+        ttl: Duration,
+    ) -> BoxFuture<'a, Result<(), String>> {
+        let ms = ttl.as_millis().clamp(1, u64::MAX as u128) as u64;
+        let mut pipe = redis::pipe();
+        for (k, v) in entries {
+            pipe.cmd("SET")
+                .arg(self.key(k))
+                .arg(v.as_slice())
+                .arg("PX")
+                .arg(ms)
+                .ignore();
+        }
+        Box::pin(async move {
+            self.0
+                .call("writing the shared cache", |mut c| async move {
+                    pipe.query_async::<()>(&mut c).await
+                })
+                .await
+                .map_err(|e| e.to_string())
+        })
+    }
+}
