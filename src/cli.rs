@@ -231,8 +231,13 @@ pub enum CacheAction {
         #[arg(long)]
         json: bool,
     },
-    /// Delete every cached answer.
-    Clear,
+    /// Delete every cached answer of this machine's cache directory.
+    Clear {
+        /// Also delete the namespace's answers from the fleet's shared level in Redis
+        /// (`[fleet] cache = true`); the fleet's other keys are left alone.
+        #[arg(long)]
+        shared: bool,
+    },
     /// Print the cache database's path.
     Path,
 }

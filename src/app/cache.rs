@@ -2,6 +2,7 @@
 
 use super::{cache_warn, emit};
 use warden::cache::location::Sources;
+use warden::cache::redis::{self, RedisLevel, SharedStats};
 use warden::cache::sqlite::{self, Limits, SqliteStore, Stats};
 use warden::cli::{CacheAction, CacheArgs};
 use warden::config;
@@ -29,14 +30,30 @@ pub(super) fn cache_cmd(args: &CacheArgs) -> Result<i32> {
         }
         Ok(store)
     };
+    // The shared level (`[fleet] cache = true`) is looked at by stats and clear only.
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Error::io("<tokio runtime>", e))?;
+    let shared = match args.action {
+        CacheAction::Path => None,
+        _ => runtime.block_on(redis::connect(
+            &settings,
+            |k| std::env::var(k).ok(),
+            cache_warn(&Default::default()),
+        ))?,
+    };
     let text = match args.action {
         CacheAction::Path => format!("{}\n", path.display()),
-        CacheAction::Clear if !path.exists() => {
-            format!("nothing to clear: no cache at {}\n", path.display())
-        }
-        CacheAction::Clear => {
-            let n = open()?.clear()?;
-            format!("cleared {n} cached answer(s) from {}\n", path.display())
+        CacheAction::Clear { shared: wanted } => {
+            let mut text = if path.exists() {
+                let n = open()?.clear()?;
+                format!("cleared {n} cached answer(s) from {}\n", path.display())
+            } else {
+                format!("nothing to clear: no cache at {}\n", path.display())
+            };
+            text.push_str(&runtime.block_on(clear_shared(shared, wanted))?);
+            text
         }
         CacheAction::Stats { json } => {
             let stats = if path.exists() {
@@ -53,18 +70,69 @@ pub(super) fn cache_cmd(args: &CacheArgs) -> Result<i32> {
                     max_age_secs: limits.max_age.as_secs(),
                 }
             };
+            let shared = match shared {
+                Some(Ok(level)) => Some(runtime.block_on(level.stats())),
+                Some(Err(server)) => Some(SharedStats {
+                    server,
+                    keys: String::new(),
+                    entries: None,
+                }),
+                None => None,
+            };
             if json {
+                let mut v = serde_json::to_value(&stats).expect("stats serialize");
+                v["shared"] = serde_json::to_value(&shared).expect("stats serialize");
                 format!(
                     "{}\n",
-                    serde_json::to_string_pretty(&stats).expect("stats serialize")
+                    serde_json::to_string_pretty(&v).expect("stats serialize")
                 )
             } else {
-                render(&stats)
+                render(&stats) + &shared.map(|s| render_shared(&s)).unwrap_or_default()
             }
         }
     };
     emit(None, &text)?;
     Ok(0)
+}
+
+/// Clears the shared level when `wanted` (`--shared`); otherwise says it was left alone.
+async fn clear_shared(shared: Option<Result<RedisLevel, String>>, wanted: bool) -> Result<String> {
+    match (shared, wanted) {
+        (None, false) => Ok(String::new()),
+        (None, true) => Err(Error::Usage(
+            "--shared: there is no shared cache level: it needs `[fleet] cache = true` and a Redis server (`[fleet] redis` or WARDEN_REDIS_URL)".into(),
+        )),
+        (Some(Err(server)), true) => Err(Error::Usage(format!(
+            "--shared: the shared cache at redis {server} could not be reached (see the warning above); nothing was deleted there"
+        ))),
+        (Some(Err(_)), false) => Ok(String::new()),
+        (Some(Ok(level)), false) => Ok(format!(
+            "the fleet's shared cache ({}) was left as it is: add --shared to clear it too\n",
+            level.0.server()
+        )),
+        (Some(Ok(level)), true) => match level.clear().await {
+            Ok(n) => Ok(format!(
+                "cleared {n} cached answer(s) from the fleet's shared cache ({})\n",
+                level.0.server()
+            )),
+            Err(e) => Err(Error::Usage(format!(
+                "--shared: clearing the shared cache stopped: {e}"
+            ))),
+        },
+    }
+}
+
+fn render_shared(s: &SharedStats) -> String {
+    match s.entries {
+        Some(n) => format!(
+            "shared:  {n} answer(s) in redis {} ({})\n",
+            s.server, s.keys
+        ),
+        None => format!(
+            "shared:  redis {} could not be asked (see the warning above)\n",
+            s.server
+        ),
+    }
 }
 
 fn render(s: &Stats) -> String {

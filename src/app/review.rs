@@ -6,7 +6,7 @@ use super::{cache_warn, setup_color, warn, warn_trust};
 use std::path::PathBuf;
 use std::sync::Arc;
 use warden::cache::location::Sources;
-use warden::cache::{self, Cache, Levels};
+use warden::cache::{self, Levels};
 use warden::cli::ReviewArgs;
 use warden::error::{Error, Result};
 use warden::fleet::{self, Fleet};
@@ -22,7 +22,19 @@ pub(super) fn review_cmd(args: &ReviewArgs) -> Result<i32> {
     warn(&args.ui, &prepared.settings);
     warn_trust(&args.ui, &prepared.trust);
     let routes = review::routes(&prepared.settings)?;
-    let local = Cache::open(
+    let target = fleet::target(&prepared.settings.fleet, |k| std::env::var(k).ok())?;
+    cache::check_shared(&prepared.settings, target.is_some())?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| Error::io("<tokio runtime>", e))?;
+    // The fleet's Redis, when configured: unreachable gives one warning and a local run.
+    let fleet = match target {
+        Some(t) => runtime.block_on(Fleet::connect(t, cache_warn(&args.ui))),
+        None => None,
+    };
+    let cache = Levels::open(
         cache::Request {
             settings: &prepared.settings.cache,
             disabled: args.cache.no_cache,
@@ -31,23 +43,9 @@ pub(super) fn review_cmd(args: &ReviewArgs) -> Result<i32> {
                 prepared.settings.cache.dir.clone(),
             ),
         },
+        fleet.as_ref(),
         cache_warn(&args.ui),
     );
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .map_err(|e| Error::io("<tokio runtime>", e))?;
-    // The fleet's Redis, when configured: unreachable gives one warning and a local run.
-    let fleet = match fleet::target(&prepared.settings.fleet, |k| std::env::var(k).ok())? {
-        Some(t) => runtime.block_on(Fleet::connect(t, cache_warn(&args.ui))),
-        None => None,
-    };
-    let cache = Levels {
-        local,
-        shared: None,
-        max_age: prepared.settings.cache.max_age,
-    };
     let input = ReviewInput {
         fleet,
         routes,

@@ -9,6 +9,7 @@
 
 pub mod key;
 pub mod location;
+pub mod redis;
 mod session;
 pub mod shared;
 pub mod sqlite;
@@ -20,7 +21,9 @@ pub use session::{Levels, ReviewCache};
 pub use store::{Blob, Millis, Store, StoreError};
 pub use value::Answer;
 
-use crate::config::CacheSettings;
+use crate::config::{CacheSettings, Settings};
+use crate::error::Error;
+use crate::fleet::Fleet;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -58,6 +61,42 @@ pub fn now_ms() -> Millis {
         .duration_since(UNIX_EPOCH)
         .unwrap_or(Duration::ZERO)
         .as_millis() as Millis
+}
+
+impl Levels {
+    /// The levels of a review: the local store (see [`Cache::open`]) and, with
+    /// `[fleet] cache = true` and a connected fleet, the shared level in its Redis. The
+    /// cache's off switches (`--no-cache`, `[cache] enabled = false`) turn off both.
+    pub fn open(req: Request, fleet: Option<&Fleet>, warn: Warn) -> Levels {
+        let max_age = req.settings.max_age;
+        let on = !req.disabled && req.settings.enabled;
+        let shared = fleet.filter(|f| on && f.cache_enabled()).map(|f| {
+            let level = redis::RedisLevel(f.clone());
+            shared::Shared::new(Box::new(level), max_age, warn.clone())
+        });
+        Levels {
+            local: Cache::open(req, warn),
+            shared,
+            max_age,
+        }
+    }
+}
+
+/// `[fleet] cache = true` asks for a shared level: without a Redis server (`[fleet] redis`
+/// or `WARDEN_REDIS_URL`) that is a configuration error, not a silently local cache.
+/// `server_named`: whether the fleet has a server.
+pub fn check_shared(settings: &Settings, server_named: bool) -> Result<(), Error> {
+    if !settings.fleet.cache || server_named {
+        return Ok(());
+    }
+    let message = "[fleet] cache = true needs a Redis server to share answers through: set `redis = \"redis://HOST:6379\"` in [fleet] or export WARDEN_REDIS_URL, or remove `cache = true`".to_string();
+    Err(match &settings.config_path {
+        Some(path) => Error::ConfigFile {
+            path: path.clone(),
+            message,
+        },
+        None => Error::Usage(message),
+    })
 }
 
 impl Cache {

@@ -19,7 +19,50 @@ const SCAN_COUNT: usize = 1000;
 /// The shared level over the fleet's connection.
 pub struct RedisLevel(pub Fleet);
 
+/// What `warden cache stats` shows of the shared level.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SharedStats {
+    /// The server (without its password).
+    pub server: String,
+    /// The keys the answers live under (`warden:[namespace:]cache:*`).
+    pub keys: String,
+    /// Answers held; None when the server could not be asked (the warning says why).
+    pub entries: Option<u64>,
+}
+
+/// The shared level `settings` ask for (`[fleet] cache = true`), connected on the current
+/// runtime. `Ok(None)`: not asked for. `Err(server)`: asked for, but the server could not be
+/// reached (after the fleet's one warning). A missing server is a configuration error.
+pub async fn connect(
+    settings: &crate::config::Settings,
+    env: impl Fn(&str) -> Option<String>,
+    warn: super::Warn,
+) -> crate::Result<Option<Result<RedisLevel, String>>> {
+    let target = crate::fleet::target(&settings.fleet, env)?;
+    super::check_shared(settings, target.is_some())?;
+    let Some(target) = target.filter(|t| t.cache) else {
+        return Ok(None);
+    };
+    let server = target.url.to_string();
+    Ok(Some(
+        Fleet::connect(target, warn)
+            .await
+            .map(RedisLevel)
+            .ok_or(server),
+    ))
+}
+
 impl RedisLevel {
+    /// What `warden cache stats` shows: the answers held, if the server answers.
+    pub async fn stats(&self) -> SharedStats {
+        SharedStats {
+            server: self.0.server().to_string(),
+            keys: self.0.key(&[KIND, "*"]),
+            entries: self.count().await.ok(),
+        }
+    }
+
     fn key(&self, k: &Key) -> String {
         self.0.key(&[KIND, k.as_str()])
     }

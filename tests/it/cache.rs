@@ -10,18 +10,18 @@ use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-const KEY_VAR: &str = "WARDEN_CACHE_KEY";
+pub(crate) const KEY_VAR: &str = "WARDEN_CACHE_KEY";
 
 /// A repository, the fake, a config outside the repository and a cache directory.
-struct Setup {
-    repo: Repo,
-    fake: FakeProvider,
-    dir: tempfile::TempDir,
+pub(crate) struct Setup {
+    pub(crate) repo: Repo,
+    pub(crate) fake: FakeProvider,
+    pub(crate) dir: tempfile::TempDir,
 }
 
 impl Setup {
     /// `files` files, each with two added lines (11 and 12) uncommitted.
-    fn new(files: usize) -> Setup {
+    pub(crate) fn new(files: usize) -> Setup {
         Setup::with_repo(repo_with_changed_files(files))
     }
 
@@ -35,7 +35,7 @@ impl Setup {
         s
     }
 
-    fn config(&self, extra: &str) {
+    pub(crate) fn config(&self, extra: &str) {
         let base = self.fake.base_url();
         std::fs::write(
             self.config_path(),
@@ -53,7 +53,7 @@ requestTimeout = "4s"
         .unwrap();
     }
 
-    fn config_path(&self) -> PathBuf {
+    pub(crate) fn config_path(&self) -> PathBuf {
         self.dir.path().join("warden.toml")
     }
 
@@ -62,7 +62,7 @@ requestTimeout = "4s"
     }
 
     /// `review -c CFG --skill code-review --cache-dir DIR ARGS`.
-    fn args(&self, args: &[&str]) -> Vec<String> {
+    pub(crate) fn args(&self, args: &[&str]) -> Vec<String> {
         let mut full: Vec<String> = ["review", "-c"].map(String::from).to_vec();
         full.push(self.config_path().display().to_string());
         full.extend(["--skill", "code-review"].map(String::from));
@@ -74,7 +74,7 @@ requestTimeout = "4s"
         full
     }
 
-    fn cmd(&self, args: &[&str]) -> assert_cmd::Command {
+    pub(crate) fn cmd(&self, args: &[&str]) -> assert_cmd::Command {
         let mut c = warden();
         c.current_dir(self.repo.path())
             .args(self.args(args))
@@ -83,7 +83,7 @@ requestTimeout = "4s"
     }
 
     /// Runs a review; returns exit code, stdout, stderr.
-    fn run(&self, args: &[&str]) -> (i32, String, String) {
+    pub(crate) fn run(&self, args: &[&str]) -> (i32, String, String) {
         let out = self.cmd(args).output().unwrap();
         let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
         assert!(!stderr.contains("panicked"), "{stderr}");
@@ -95,7 +95,7 @@ requestTimeout = "4s"
     }
 
     /// A JSON review: exit code, report (schema-checked), stderr, requests it made.
-    fn json(&self, args: &[&str]) -> (i32, Value, String, usize) {
+    pub(crate) fn json(&self, args: &[&str]) -> (i32, Value, String, usize) {
         let before = self.fake.requests().len();
         let mut full = vec!["--json"];
         full.extend_from_slice(args);
@@ -106,7 +106,7 @@ requestTimeout = "4s"
     }
 }
 
-fn sources(v: &Value) -> Vec<&str> {
+pub(crate) fn sources(v: &Value) -> Vec<&str> {
     v["units"]
         .as_array()
         .unwrap()
@@ -116,11 +116,11 @@ fn sources(v: &Value) -> Vec<&str> {
 }
 
 /// The findings as a script reads them (everything but nothing).
-fn findings(v: &Value) -> &Vec<Value> {
+pub(crate) fn findings(v: &Value) -> &Vec<Value> {
     v["findings"].as_array().unwrap()
 }
 
-fn high_at(line: u32, title: &str) -> Behavior {
+pub(crate) fn high_at(line: u32, title: &str) -> Behavior {
     Behavior::Answer(findings_answer(json!([finding(line, "high", title)])))
 }
 
@@ -438,7 +438,7 @@ fn no_cache_flag_and_config_leave_no_trace() {
 }
 
 /// `warden cache ARGS` in the setup's repository, with only `env` deciding the location.
-fn cache_cmd(s: &Setup, args: &[&str], env: &[(&str, &Path)]) -> (i32, String) {
+pub(crate) fn cache_cmd(s: &Setup, args: &[&str], env: &[(&str, &Path)]) -> (i32, String) {
     let mut c = warden();
     c.current_dir(s.repo.path())
         .arg("cache")

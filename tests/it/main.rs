@@ -3,6 +3,7 @@
 mod support;
 
 mod cache;
+mod cache_shared;
 mod chrome_trace;
 mod chunking;
 mod ci_config;

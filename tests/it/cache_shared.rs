@@ -1,0 +1,403 @@
+//! The result cache's shared level (`[fleet] cache = true`) end to end: the real binary on
+//! real repositories, a real `redis-server` on loopback and the fake provider; each
+//! "machine" is its own local cache directory. Requests are counted at the fake.
+
+use crate::cache::{KEY_VAR, Setup, cache_cmd, findings, high_at, sources};
+use crate::support::redis::{RedisServer, free_port};
+use serde_json::Value;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The setup's review budget (see `Setup::config`): no fault may hold a review past it.
+const REVIEW_BUDGET: Duration = Duration::from_secs(20);
+
+/// `[fleet]` with the shared cache level on, in namespace `ns`.
+fn fleet(url: &str, ns: &str) -> String {
+    format!("[fleet]\nredis = \"{url}\"\nnamespace = \"{ns}\"\ncache = true\n")
+}
+
+/// A repository with `files` changed files whose config shares answers through `redis`.
+fn shared(files: usize, redis: &RedisServer) -> Setup {
+    let s = Setup::new(files);
+    s.config(&fleet(&redis.url(), "t"));
+    s.fake.script("primary", vec![high_at(11, "Off by one")]);
+    s
+}
+
+/// The local cache directory of machine `name`.
+fn machine(s: &Setup, name: &str) -> String {
+    s.dir.path().join(name).display().to_string()
+}
+
+/// A JSON review on `machine`.
+fn review_on(s: &Setup, machine_dir: &str, extra: &[&str]) -> (i32, Value, String, usize) {
+    let mut args = vec!["--cache-dir", machine_dir];
+    args.extend_from_slice(extra);
+    s.json(&args)
+}
+
+fn levels(v: &Value) -> Vec<Value> {
+    v["units"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|u| u["cacheLevel"].clone())
+        .collect()
+}
+
+fn warnings(stderr: &str) -> usize {
+    stderr.matches("warning:").count()
+}
+
+fn cache_keys(redis: &RedisServer) -> Vec<String> {
+    redis.keys("warden:t:cache:*")
+}
+
+#[test]
+fn a_second_machine_with_an_empty_local_cache_asks_nothing() {
+    let redis = RedisServer::start();
+    let s = shared(3, &redis);
+    let a = machine(&s, "a");
+    let (code, cold, err, asked) = review_on(&s, &a, &[]);
+    assert_eq!((code, asked), (1, 3), "{err}");
+    assert_eq!(warnings(&err), 0, "{err}");
+    assert_eq!(levels(&cold), [Value::Null, Value::Null, Value::Null]);
+    assert_eq!(cold["summary"]["fromSharedCache"], 0);
+    assert_eq!(cache_keys(&redis).len(), 3, "one shared answer per unit");
+
+    let b = machine(&s, "b");
+    let (code, warm, err, asked) = review_on(&s, &b, &[]);
+    assert_eq!((code, asked), (1, 0), "machine b asks nothing: {err}");
+    assert_eq!(warnings(&err), 0, "{err}");
+    assert_eq!(findings(&warm), findings(&cold), "the same findings");
+    assert_eq!(sources(&warm), ["cache"; 3]);
+    assert_eq!(levels(&warm), ["shared"; 3]);
+    assert_eq!(warm["summary"]["fromCache"], 3);
+    assert_eq!(warm["summary"]["fromSharedCache"], 3);
+    assert_eq!(warm["units"][0]["model"], "primary");
+    assert!(
+        warm["units"][0]["cachedAt"]
+            .as_str()
+            .is_some_and(|t| t.starts_with("20")),
+        "the model's time, RFC 3339: {warm}"
+    );
+    let (_, text, _) = s.run(&["--cache-dir", &machine(&s, "c"), "--color", "never"]);
+    assert!(
+        text.contains("3 of 3 units from cache")
+            && text.contains("3 of them from the fleet's shared cache"),
+        "{text}"
+    );
+
+    // Machine b copied the answers into its own cache: with the server gone it still asks
+    // nothing, now from its local level, after the fleet's one warning.
+    drop(redis);
+    let (code, local, err, asked) = review_on(&s, &b, &[]);
+    assert_eq!((code, asked), (1, 0), "{err}");
+    assert_eq!(levels(&local), ["local"; 3]);
+    assert_eq!(local["summary"]["fromSharedCache"], 0);
+    assert_eq!(warnings(&err), 1, "{err}");
+    assert_eq!(findings(&local), findings(&cold));
+}
+
+#[test]
+fn another_namespace_does_not_share_answers() {
+    let redis = RedisServer::start();
+    let s = shared(2, &redis);
+    review_on(&s, &machine(&s, "a"), &[]);
+    s.config(&fleet(&redis.url(), "other-team"));
+    let (_, v, _, asked) = review_on(&s, &machine(&s, "b"), &[]);
+    assert_eq!(asked, 2, "{v}");
+    assert_eq!(redis.keys("warden:other-team:cache:*").len(), 2);
+}
+
+#[test]
+fn shards_on_two_machines_fill_the_shared_level_for_an_unsharded_review() {
+    let redis = RedisServer::start();
+    let s = shared(5, &redis);
+    let (_, one, _, asked1) = review_on(&s, &machine(&s, "shard1"), &["--shard", "1/2"]);
+    let (_, two, _, asked2) = review_on(&s, &machine(&s, "shard2"), &["--shard", "2/2"]);
+    assert_eq!((asked1, asked2), (3, 2), "disjoint shards: {one}\n{two}");
+    let (code, whole, err, asked) = review_on(&s, &machine(&s, "third"), &[]);
+    assert_eq!(
+        (code, asked),
+        (1, 0),
+        "the unsharded review asks nothing: {err}"
+    );
+    assert_eq!(levels(&whole), ["shared"; 5]);
+    assert_eq!(whole["summary"]["fromSharedCache"], 5);
+    let mut shard_findings: Vec<Value> = findings(&one).clone();
+    shard_findings.extend(findings(&two).iter().cloned());
+    let ids = |fs: &[Value]| {
+        let mut ids: Vec<String> = fs.iter().map(|f| f["id"].to_string()).collect();
+        ids.sort();
+        ids
+    };
+    assert_eq!(ids(findings(&whole)), ids(&shard_findings));
+}
+
+/// The outcome of the same review without any shared level, on a fresh machine.
+fn baseline(s: &Setup, name: &str) -> (i32, Value) {
+    let (code, v, _, _) = review_on(s, &machine(s, name), &["--no-cache"]);
+    (code, v)
+}
+
+#[test]
+fn redis_down_from_the_start_gives_one_warning_and_a_local_review() {
+    let s = Setup::new(3);
+    s.fake.script("primary", vec![high_at(11, "Off by one")]);
+    let (base_code, base) = baseline(&s, "base");
+    s.config(&fleet(&format!("redis://127.0.0.1:{}", free_port()), "t"));
+    let started = Instant::now();
+    let (code, v, err, asked) = review_on(&s, &machine(&s, "a"), &[]);
+    assert!(started.elapsed() < REVIEW_BUDGET);
+    assert_eq!((code, asked), (base_code, 3), "{err}");
+    assert_eq!(v["outcome"], base["outcome"]);
+    assert_eq!(findings(&v), findings(&base));
+    assert_eq!(warnings(&err), 1, "{err}");
+    assert!(err.contains("fleet:") && err.contains("redis"), "{err}");
+    // The local level still works: the rerun asks nothing.
+    let (_, v, _, asked) = review_on(&s, &machine(&s, "a"), &[]);
+    assert_eq!(asked, 0);
+    assert_eq!(levels(&v), ["local"; 3]);
+}
+
+/// Spawns a JSON review on `machine` (the fake answers slowly, so faults land mid-review).
+fn spawn_review(s: &Setup, machine_dir: &str) -> std::process::Child {
+    Command::new(assert_cmd::cargo::cargo_bin("warden"))
+        .current_dir(s.repo.path())
+        .args(s.args(&["--json", "--cache-dir", machine_dir]))
+        .env(KEY_VAR, "sk-cache-test")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env_remove("WARDEN_REDIS_URL")
+        .env_remove("CI")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// Waits until the fake has received `n` requests in all (or panics after a while).
+fn wait_for_requests(s: &Setup, n: usize) {
+    let until = Instant::now() + Duration::from_secs(20);
+    while s.fake.requests().len() < n {
+        assert!(Instant::now() < until, "the review never asked");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Ends a spawned review: exit code, report, stderr.
+fn finish(child: std::process::Child, started: Instant) -> (i32, Value, String) {
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        started.elapsed() < REVIEW_BUDGET,
+        "no stall past the review budget"
+    );
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(!err.contains("panicked"), "{err}");
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {err}"));
+    (out.status.code().unwrap_or(-1), v, err)
+}
+
+/// Slow answers: the review is still asking when the test breaks the server.
+fn slow(s: &Setup) {
+    s.fake.script(
+        "primary",
+        vec![crate::support::fake_provider::Behavior::DelayHeaders(
+            Duration::from_millis(400),
+            Box::new(high_at(11, "Off by one")),
+        )],
+    );
+}
+
+#[test]
+fn redis_killed_mid_review_changes_nothing_but_one_warning() {
+    let mut redis = RedisServer::start();
+    let s = shared(4, &redis);
+    slow(&s);
+    let (base_code, base) = baseline(&s, "base");
+    let before = s.fake.requests().len();
+    let started = Instant::now();
+    let child = spawn_review(&s, &machine(&s, "a"));
+    wait_for_requests(&s, before + 1);
+    redis.kill();
+    let (code, v, err) = finish(child, started);
+    assert_eq!(code, base_code, "{err}");
+    assert_eq!(v["outcome"], base["outcome"]);
+    assert_eq!(findings(&v), findings(&base));
+    assert_eq!(s.fake.requests().len() - before, 4, "a cold review");
+    assert_eq!(warnings(&err), 1, "{err}");
+    assert!(err.contains("fleet:"), "{err}");
+    // The local level kept the answers.
+    redis.restart();
+    let (_, v, _, asked) = review_on(&s, &machine(&s, "a"), &[]);
+    assert_eq!((asked, levels(&v)), (0, vec![Value::from("local"); 4]));
+}
+
+#[test]
+fn a_paused_redis_costs_one_bounded_wait_and_one_warning() {
+    let redis = RedisServer::start();
+    let s = shared(4, &redis);
+    slow(&s);
+    let (base_code, base) = baseline(&s, "base");
+    // Paused before the review starts: connecting gives up within its bound.
+    redis.pause();
+    let before = s.fake.requests().len();
+    let started = Instant::now();
+    let (code, v, err) = finish(spawn_review(&s, &machine(&s, "a")), started);
+    assert_eq!(
+        (code, &v["outcome"]),
+        (base_code, &base["outcome"]),
+        "{err}"
+    );
+    assert_eq!(findings(&v), findings(&base));
+    assert_eq!(s.fake.requests().len() - before, 4);
+    assert_eq!(warnings(&err), 1, "{err}");
+    redis.resume();
+
+    // Paused mid-review: the write at the end gives up within the call bound.
+    let before = s.fake.requests().len();
+    let started = Instant::now();
+    let child = spawn_review(&s, &machine(&s, "b"));
+    wait_for_requests(&s, before + 1);
+    redis.pause();
+    let (code, v, err) = finish(child, started);
+    redis.resume();
+    assert_eq!(
+        (code, &v["outcome"]),
+        (base_code, &base["outcome"]),
+        "{err}"
+    );
+    assert_eq!(findings(&v), findings(&base));
+    assert_eq!(warnings(&err), 1, "{err}");
+    assert!(err.contains("did not answer"), "{err}");
+}
+
+#[test]
+fn a_corrupt_shared_value_is_a_miss_a_cold_review_and_is_replaced() {
+    let redis = RedisServer::start();
+    let s = shared(2, &redis);
+    let (code, cold, _, _) = review_on(&s, &machine(&s, "a"), &[]);
+    let keys = cache_keys(&redis);
+    assert_eq!(keys.len(), 2);
+    let mut conn = redis.client();
+    // One value's bytes changed under its checksum; the other is not a sealed value at all.
+    let stored: Vec<u8> = ::redis::cmd("GET").arg(&keys[0]).query(&mut conn).unwrap();
+    let mut flipped = stored.clone();
+    let last = flipped.len() - 2;
+    flipped[last] ^= 0x01;
+    let ttl = |k: &str| -> i64 {
+        ::redis::cmd("PTTL")
+            .arg(k)
+            .query(&mut redis.client())
+            .unwrap()
+    };
+    assert!(
+        ttl(&keys[0]) > 29 * 24 * 3600 * 1000,
+        "expires after maxAge (30 days)"
+    );
+    let _: () = ::redis::cmd("SET")
+        .arg(&keys[0])
+        .arg(flipped)
+        .query(&mut conn)
+        .unwrap();
+    let _: () = ::redis::cmd("SET")
+        .arg(&keys[1])
+        .arg("garbage")
+        .query(&mut conn)
+        .unwrap();
+
+    let (code_b, again, err, asked) = review_on(&s, &machine(&s, "b"), &[]);
+    assert_eq!((code_b, asked), (code, 2), "a cold review: {err}");
+    assert_eq!(findings(&again), findings(&cold));
+    assert_eq!(sources(&again), ["model"; 2]);
+    assert_eq!(warnings(&err), 1, "{err}");
+    assert!(
+        err.contains("2 stored answer(s) failed their checksum"),
+        "{err}"
+    );
+    // The fresh answers replaced the damaged ones.
+    let (_, v, err, asked) = review_on(&s, &machine(&s, "c"), &[]);
+    assert_eq!(asked, 0, "{err}");
+    assert_eq!(levels(&v), ["shared"; 2]);
+    assert_eq!(warnings(&err), 0, "{err}");
+}
+
+#[test]
+fn a_shared_cache_without_a_server_is_a_config_error() {
+    let s = Setup::new(1);
+    s.config("[fleet]\ncache = true\n");
+    let (code, _, err) = s.run(&[]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("warden.toml") && err.contains("[fleet] cache = true needs a Redis server"),
+        "{err}"
+    );
+    assert!(s.fake.requests().is_empty());
+    // WARDEN_REDIS_URL names the server as well as [fleet] redis does.
+    let redis = RedisServer::start();
+    let out = s
+        .cmd(&["--json", "--cache-dir", &machine(&s, "a")])
+        .env("WARDEN_REDIS_URL", redis.url())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(matches!(out.status.code(), Some(0 | 1)), "{err}");
+    assert_eq!(warnings(&err), 0, "{err}");
+    assert_eq!(redis.keys("warden:cache:*").len(), 1);
+}
+
+#[test]
+fn stats_count_the_shared_level_and_clear_leaves_it_unless_asked() {
+    let redis = RedisServer::start();
+    let s = shared(2, &redis);
+    let a = machine(&s, "a");
+    review_on(&s, &a, &[]);
+    let mut conn = redis.client();
+    let _: () = ::redis::cmd("SET")
+        .arg("warden:other:cache:x")
+        .arg("another team's")
+        .query(&mut conn)
+        .unwrap();
+    let cfg = s.config_path();
+    let dir = PathBuf::from(&a);
+    let env = [("WARDEN_CACHE_DIR", dir.as_path())];
+    let (code, out) = cache_cmd(&s, &["-c", cfg.to_str().unwrap(), "stats", "--json"], &env);
+    assert_eq!(code, 0, "{out}");
+    let st: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(st["entries"], 2);
+    assert_eq!(st["shared"]["entries"], 2, "{st}");
+    assert_eq!(st["shared"]["keys"], "warden:t:cache:*");
+    let (_, text) = cache_cmd(&s, &["-c", cfg.to_str().unwrap(), "stats"], &env);
+    assert!(text.contains("shared:  2 answer(s) in redis"), "{text}");
+
+    let (code, out) = cache_cmd(&s, &["-c", cfg.to_str().unwrap(), "clear"], &env);
+    assert_eq!(code, 0);
+    assert!(
+        out.contains("cleared 2") && out.contains("--shared"),
+        "{out}"
+    );
+    assert_eq!(
+        cache_keys(&redis).len(),
+        2,
+        "the shared level is left alone"
+    );
+    let (code, out) = cache_cmd(
+        &s,
+        &["-c", cfg.to_str().unwrap(), "clear", "--shared"],
+        &env,
+    );
+    assert_eq!(code, 0);
+    assert!(
+        out.contains("cleared 2 cached answer(s) from the fleet's shared cache"),
+        "{out}"
+    );
+    assert!(cache_keys(&redis).is_empty());
+    assert_eq!(
+        redis.keys("warden:other:*").len(),
+        1,
+        "other namespaces stay"
+    );
+    let (_, _, _, asked) = review_on(&s, &machine(&s, "b"), &[]);
+    assert_eq!(asked, 2, "nothing left to share");
+}
