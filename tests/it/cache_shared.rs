@@ -134,6 +134,27 @@ fn shards_on_two_machines_fill_the_shared_level_for_an_unsharded_review() {
         ids
     };
     assert_eq!(ids(findings(&whole)), ids(&shard_findings));
+
+    // Shards of a warm rerun on two more machines merge with the cache counts added up.
+    let dir = tempfile::tempdir().unwrap();
+    let mut paths = Vec::new();
+    for (k, name) in [("1/2", "d"), ("2/2", "e")] {
+        let (_, v, _, asked) = review_on(&s, &machine(&s, name), &["--shard", k]);
+        assert_eq!(asked, 0);
+        let p = dir.path().join(format!("{name}.json"));
+        std::fs::write(&p, v.to_string()).unwrap();
+        paths.push(p);
+    }
+    let out = crate::support::warden()
+        .arg("merge")
+        .args(&paths)
+        .arg("--json")
+        .output()
+        .unwrap();
+    let merged: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(merged["summary"]["fromCache"], 5, "{merged}");
+    assert_eq!(merged["summary"]["fromSharedCache"], 5);
+    assert_eq!(levels(&merged), ["shared"; 5]);
 }
 
 /// The outcome of the same review without any shared level, on a fresh machine.
