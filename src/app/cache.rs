@@ -59,36 +59,10 @@ pub(super) fn cache_cmd(args: &CacheArgs) -> Result<i32> {
             let stats = if path.exists() {
                 open()?.stats()?
             } else {
-                Stats {
-                    path: path.clone(),
-                    entries: 0,
-                    bytes: 0,
-                    file_bytes: 0,
-                    oldest_ms: None,
-                    newest_ms: None,
-                    max_size: limits.max_size,
-                    max_age_secs: limits.max_age.as_secs(),
-                }
+                Stats::empty(path.clone(), limits)
             };
-            let shared = match shared {
-                Some(Ok(level)) => Some(runtime.block_on(level.stats())),
-                Some(Err(server)) => Some(SharedStats {
-                    server,
-                    keys: String::new(),
-                    entries: None,
-                }),
-                None => None,
-            };
-            if json {
-                let mut v = serde_json::to_value(&stats).expect("stats serialize");
-                v["shared"] = serde_json::to_value(&shared).expect("stats serialize");
-                format!(
-                    "{}\n",
-                    serde_json::to_string_pretty(&v).expect("stats serialize")
-                )
-            } else {
-                render(&stats) + &shared.map(|s| render_shared(&s)).unwrap_or_default()
-            }
+            let shared = runtime.block_on(redis::shared_stats(shared));
+            stats_text(&stats, shared.as_ref(), json)
         }
     };
     emit(None, &text)?;
@@ -119,6 +93,20 @@ async fn clear_shared(shared: Option<Result<RedisLevel, String>>, wanted: bool) 
                 "--shared: clearing the shared cache stopped: {e}"
             ))),
         },
+    }
+}
+
+/// `stats` as JSON (the shared level under `shared`, null without one) or text.
+fn stats_text(stats: &Stats, shared: Option<&SharedStats>, json: bool) -> String {
+    if json {
+        let mut v = serde_json::to_value(stats).expect("stats serialize");
+        v["shared"] = serde_json::to_value(shared).expect("stats serialize");
+        format!(
+            "{}\n",
+            serde_json::to_string_pretty(&v).expect("stats serialize")
+        )
+    } else {
+        render(stats) + &shared.map(render_shared).unwrap_or_default()
     }
 }
 

@@ -53,6 +53,18 @@ pub async fn connect(
     ))
 }
 
+/// What `warden cache stats` shows of the level [`connect`] gave (None: no shared level).
+pub async fn shared_stats(level: Option<Result<RedisLevel, String>>) -> Option<SharedStats> {
+    match level? {
+        Ok(level) => Some(level.stats().await),
+        Err(server) => Some(SharedStats {
+            server,
+            keys: String::new(),
+            entries: None,
+        }),
+    }
+}
+
 impl RedisLevel {
     /// What `warden cache stats` shows: the answers held, if the server answers.
     pub async fn stats(&self) -> SharedStats {

@@ -73,6 +73,22 @@ pub struct Stats {
     pub max_age_secs: u64,
 }
 
+impl Stats {
+    /// The stats of a cache that does not exist yet at `path`.
+    pub fn empty(path: PathBuf, limits: Limits) -> Stats {
+        Stats {
+            path,
+            entries: 0,
+            bytes: 0,
+            file_bytes: 0,
+            oldest_ms: None,
+            newest_ms: None,
+            max_size: limits.max_size,
+            max_age_secs: limits.max_age.as_secs(),
+        }
+    }
+}
+
 /// The local cache level: one SQLite database (WAL) in the cache directory.
 pub struct SqliteStore {
     path: PathBuf,

@@ -89,6 +89,10 @@ fn a_second_machine_with_an_empty_local_cache_asks_nothing() {
         "{text}"
     );
 
+    // --no-cache turns off both levels.
+    let (_, _, _, asked) = review_on(&s, &machine(&s, "d"), &["--no-cache"]);
+    assert_eq!(asked, 3);
+
     // Machine b copied the answers into its own cache: with the server gone it still asks
     // nothing, now from its local level, after the fleet's one warning.
     drop(redis);
