@@ -29,7 +29,8 @@ fn open_in(dir: &Path, settings: &CacheSettings, warn: Warn) -> Option<Cache> {
     )
 }
 
-fn answer(title: &str) -> Answer {
+/// An answer with one finding titled `title` (shared with the shared level's tests).
+pub(super) fn answer(title: &str) -> Answer {
     let f = ModelFinding {
         severity: Severity::High,
         confidence: Confidence::High,
@@ -54,7 +55,8 @@ fn answer(title: &str) -> Answer {
     )
 }
 
-fn k(n: u32) -> Key {
+/// The `n`th test key.
+pub(super) fn k(n: u32) -> Key {
     Key::from_hex(&format!("{n:064x}"))
 }
 

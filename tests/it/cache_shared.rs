@@ -187,43 +187,6 @@ fn redis_down_from_the_start_gives_one_warning_and_a_local_review() {
     assert_eq!(levels(&v), ["local"; 3]);
 }
 
-/// Spawns a JSON review on `machine` (the fake answers slowly, so faults land mid-review).
-fn spawn_review(s: &Setup, machine_dir: &str) -> std::process::Child {
-    Command::new(assert_cmd::cargo::cargo_bin("warden"))
-        .current_dir(s.repo.path())
-        .args(s.args(&["--json", "--cache-dir", machine_dir]))
-        .env(KEY_VAR, "sk-cache-test")
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env_remove("WARDEN_REDIS_URL")
-        .env_remove("CI")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap()
-}
-
-/// Waits until the fake has received `n` requests in all (or panics after a while).
-fn wait_for_requests(s: &Setup, n: usize) {
-    let until = Instant::now() + Duration::from_secs(20);
-    while s.fake.requests().len() < n {
-        assert!(Instant::now() < until, "the review never asked");
-        std::thread::sleep(Duration::from_millis(10));
-    }
-}
-
-/// Ends a spawned review: exit code, report, stderr.
-fn finish(child: std::process::Child, started: Instant) -> (i32, Value, String) {
-    let out = child.wait_with_output().unwrap();
-    assert!(
-        started.elapsed() < REVIEW_BUDGET,
-        "no stall past the review budget"
-    );
-    let err = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert!(!err.contains("panicked"), "{err}");
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {err}"));
-    (out.status.code().unwrap_or(-1), v, err)
-}
-
 /// Slow answers: the review is still asking when the test breaks the server.
 fn slow(s: &Setup) {
     s.fake.script(
@@ -235,24 +198,65 @@ fn slow(s: &Setup) {
     );
 }
 
+/// A JSON review on `machine_dir` in its own process; `fault` runs once the fake has the
+/// review's first request. Exit code, report, stderr and the requests it made; the review
+/// must end within its budget.
+fn review_with_fault(
+    s: &Setup,
+    machine_dir: &str,
+    fault: impl FnOnce(),
+) -> (i32, Value, String, usize) {
+    let before = s.fake.requests().len();
+    let started = Instant::now();
+    let child = Command::new(assert_cmd::cargo::cargo_bin("warden"))
+        .current_dir(s.repo.path())
+        .args(s.args(&["--json", "--cache-dir", machine_dir]))
+        .env(KEY_VAR, "sk-cache-test")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env_remove("WARDEN_REDIS_URL")
+        .env_remove("CI")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    while s.fake.requests().len() == before {
+        assert!(started.elapsed() < REVIEW_BUDGET, "the review never asked");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    fault();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        started.elapsed() < REVIEW_BUDGET,
+        "no stall past the review budget"
+    );
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(!err.contains("panicked"), "{err}");
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {err}"));
+    let asked = s.fake.requests().len() - before;
+    (out.status.code().unwrap_or(-1), v, err, asked)
+}
+
+/// The same exit code, outcome and findings as `base`, every unit asked, one warning.
+fn assert_like_base(base: &(i32, Value), got: &(i32, Value, String, usize), units: usize) {
+    let (code, v, err, asked) = got;
+    assert_eq!(
+        (*code, &v["outcome"], *asked),
+        (base.0, &base.1["outcome"], units),
+        "{err}"
+    );
+    assert_eq!(findings(v), findings(&base.1));
+    assert_eq!(warnings(err), 1, "{err}");
+    assert!(err.contains("fleet:"), "{err}");
+}
+
 #[test]
 fn redis_killed_mid_review_changes_nothing_but_one_warning() {
     let mut redis = RedisServer::start();
     let s = shared(4, &redis);
     slow(&s);
-    let (base_code, base) = baseline(&s, "base");
-    let before = s.fake.requests().len();
-    let started = Instant::now();
-    let child = spawn_review(&s, &machine(&s, "a"));
-    wait_for_requests(&s, before + 1);
-    redis.kill();
-    let (code, v, err) = finish(child, started);
-    assert_eq!(code, base_code, "{err}");
-    assert_eq!(v["outcome"], base["outcome"]);
-    assert_eq!(findings(&v), findings(&base));
-    assert_eq!(s.fake.requests().len() - before, 4, "a cold review");
-    assert_eq!(warnings(&err), 1, "{err}");
-    assert!(err.contains("fleet:"), "{err}");
+    let base = baseline(&s, "base");
+    let got = review_with_fault(&s, &machine(&s, "a"), || redis.kill());
+    assert_like_base(&base, &got, 4);
     // The local level kept the answers.
     redis.restart();
     let (_, v, _, asked) = review_on(&s, &machine(&s, "a"), &[]);
@@ -264,38 +268,18 @@ fn a_paused_redis_costs_one_bounded_wait_and_one_warning() {
     let redis = RedisServer::start();
     let s = shared(4, &redis);
     slow(&s);
-    let (base_code, base) = baseline(&s, "base");
+    let base = baseline(&s, "base");
     // Paused before the review starts: connecting gives up within its bound.
     redis.pause();
-    let before = s.fake.requests().len();
-    let started = Instant::now();
-    let (code, v, err) = finish(spawn_review(&s, &machine(&s, "a")), started);
-    assert_eq!(
-        (code, &v["outcome"]),
-        (base_code, &base["outcome"]),
-        "{err}"
-    );
-    assert_eq!(findings(&v), findings(&base));
-    assert_eq!(s.fake.requests().len() - before, 4);
-    assert_eq!(warnings(&err), 1, "{err}");
+    let got = review_with_fault(&s, &machine(&s, "a"), || {});
     redis.resume();
-
-    // Paused mid-review: the write at the end gives up within the call bound.
-    let before = s.fake.requests().len();
-    let started = Instant::now();
-    let child = spawn_review(&s, &machine(&s, "b"));
-    wait_for_requests(&s, before + 1);
-    redis.pause();
-    let (code, v, err) = finish(child, started);
+    assert_like_base(&base, &got, 4);
+    // Paused mid-review: the next Redis call (an attempt's record, a permit, or the
+    // cache's write at the end) gives up within the call bound.
+    let got = review_with_fault(&s, &machine(&s, "b"), || redis.pause());
     redis.resume();
-    assert_eq!(
-        (code, &v["outcome"]),
-        (base_code, &base["outcome"]),
-        "{err}"
-    );
-    assert_eq!(findings(&v), findings(&base));
-    assert_eq!(warnings(&err), 1, "{err}");
-    assert!(err.contains("did not answer"), "{err}");
+    assert_like_base(&base, &got, 4);
+    assert!(got.2.contains("did not answer"), "{}", got.2);
 }
 
 #[test]

@@ -2,9 +2,7 @@
 //! values round-trip, anything else is a miss, and a failed call turns the level off.
 
 use super::*;
-use crate::cache::value::Producer;
-use crate::findings::ModelFinding;
-use crate::severity::{Confidence, Severity};
+use crate::cache::tests::{answer, k};
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -54,31 +52,6 @@ impl SharedStore for Arc<Memory> {
             Ok(())
         })
     }
-}
-
-fn answer(title: &str) -> Answer {
-    let f = ModelFinding {
-        severity: Severity::High,
-        confidence: Confidence::High,
-        title: title.into(),
-        description: "d".into(),
-        line: 5,
-        end_line: 5,
-        suggestion: None,
-        replacement: None,
-        skill: None,
-    };
-    let by = Producer {
-        route: "primary",
-        provider: "openai",
-        model: "m",
-        at: 1,
-    };
-    Answer::new(by, &[f], 3, 0)
-}
-
-fn k(n: u32) -> Key {
-    Key::from_hex(&format!("{n:064x}"))
 }
 
 fn level() -> (Shared, Arc<Memory>, Arc<Mutex<Vec<String>>>) {
