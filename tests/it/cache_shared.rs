@@ -410,3 +410,85 @@ fn stats_count_the_shared_level_and_clear_leaves_it_unless_asked() {
     let (_, _, _, asked) = review_on(&s, &machine(&s, "b"), &[]);
     assert_eq!(asked, 2, "nothing left to share");
 }
+
+/// `warden cache ARGS` with config `cfg` and cache directory `dir`: code, stdout, stderr.
+fn cache_cli(s: &Setup, dir: &str, args: &[&str]) -> (i32, String, String) {
+    let out = crate::support::warden()
+        .current_dir(s.repo.path())
+        .arg("cache")
+        .args(args)
+        .arg("-c")
+        .arg(s.config_path())
+        .env("WARDEN_CACHE_DIR", dir)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(!err.contains("panicked"), "{err}");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    (out.status.code().unwrap_or(-1), stdout, err)
+}
+
+#[test]
+fn stats_and_clear_with_the_shared_level_down_or_not_configured() {
+    let mut redis = RedisServer::start();
+    let s = shared(1, &redis);
+    let a = machine(&s, "a");
+    review_on(&s, &a, &[]);
+    redis.kill();
+    let (code, out, err) = cache_cli(&s, &a, &["stats", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let st: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(
+        (st["entries"].as_u64(), &st["shared"]["entries"]),
+        (Some(1), &Value::Null)
+    );
+    assert_eq!(warnings(&err), 1, "{err}");
+    let (code, out, _) = cache_cli(&s, &a, &["stats"]);
+    assert_eq!(code, 0);
+    assert!(out.contains("could not be asked"), "{out}");
+    // Asked to clear a level it cannot reach: exit 2, and it says nothing was deleted there.
+    let (code, _, err) = cache_cli(&s, &a, &["clear", "--shared"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("nothing was deleted there"), "{err}");
+    // Without [fleet] cache there is no shared level to clear.
+    s.config("");
+    let (code, out, err) = cache_cli(&s, &a, &["stats", "--json"]);
+    assert_eq!((code, warnings(&err)), (0, 0), "{err}");
+    assert!(serde_json::from_str::<Value>(&out).unwrap()["shared"].is_null());
+    let (code, _, err) = cache_cli(&s, &a, &["clear", "--shared"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("--shared: there is no shared cache level"),
+        "{err}"
+    );
+}
+
+#[test]
+fn verdicts_travel_with_shared_answers() {
+    let redis = RedisServer::start();
+    let s = Setup::new(1);
+    s.config(&format!(
+        "{}[defaults.verification]\nenabled = true\n",
+        fleet(&redis.url(), "t")
+    ));
+    let (two, confirmed) = crate::support::fake_provider::real_bug_and_false_alarm();
+    s.fake.script(
+        "primary",
+        vec![
+            crate::support::fake_provider::Behavior::Answer(two),
+            crate::support::fake_provider::Behavior::Answer(confirmed),
+        ],
+    );
+    let (_, cold, _, asked) = review_on(&s, &machine(&s, "a"), &[]);
+    assert_eq!(asked, 2, "a review request and a verification request");
+    let (code, warm, err, asked) = review_on(&s, &machine(&s, "b"), &[]);
+    assert_eq!(
+        (code, asked),
+        (1, 0),
+        "not reviewed, not verified again: {err}"
+    );
+    assert_eq!(findings(&warm), findings(&cold));
+    assert_eq!(findings(&warm)[0]["verification"], "confirmed");
+    assert_eq!(warm["verification"]["rejected"], 1);
+    assert_eq!(levels(&warm), ["shared"]);
+}
