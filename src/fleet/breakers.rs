@@ -9,7 +9,7 @@
 //! said) for the engine's synchronous questions, and its own [`LocalBreakers`], fed with
 //! every outcome, which answer alone once the fleet is off (Redis failed once).
 
-use super::{Fleet, Upstream};
+use super::{Fleet, Upstream, ms};
 use crate::config::{BreakerSettings, Execution, format_duration};
 use crate::engine::breaker::{Admission, BreakerState, Transition};
 use crate::engine::breakers::{BreakerFigures, Breakers, LocalBreakers};
@@ -85,14 +85,7 @@ impl FleetBreakers {
                         format!("{base}:failures"),
                         format!("{base}:probes"),
                     ],
-                    view: Mutex::new(View {
-                        state: BreakerState::Closed,
-                        open_until: now,
-                        opens: 0,
-                        opened_at: None,
-                        time_open: Duration::ZERO,
-                        probes: VecDeque::new(),
-                    }),
+                    view: Mutex::new(View::closed(now)),
                 }
             })
             .collect();
@@ -102,7 +95,7 @@ impl FleetBreakers {
             cfg: exec.breaker,
             probe_lease: exec.request_timeout.saturating_add(Duration::from_secs(1)),
             routes,
-            me: format!("{}-{:016x}", std::process::id(), rand::random::<u64>()),
+            me: super::process_tag(),
             next: AtomicU64::new(0),
         }
     }
@@ -233,10 +226,6 @@ impl FleetBreakers {
     }
 }
 
-fn ms(d: Duration) -> u64 {
-    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
-}
-
 impl Seen {
     fn parse(state: &str, wait_ms: u64) -> Option<Seen> {
         let state = match state {
@@ -254,6 +243,18 @@ impl Seen {
 }
 
 impl View {
+    /// Closed, with nothing seen yet.
+    fn closed(now: Instant) -> View {
+        View {
+            state: BreakerState::Closed,
+            open_until: now,
+            opens: 0,
+            opened_at: None,
+            time_open: Duration::ZERO,
+            probes: VecDeque::new(),
+        }
+    }
+
     /// Takes the fleet's state; a change is a transition with `reason`.
     fn observe(
         &mut self,
@@ -389,17 +390,6 @@ impl Breakers for FleetBreakers {
 mod tests {
     use super::*;
 
-    fn view(now: Instant) -> View {
-        View {
-            state: BreakerState::Closed,
-            open_until: now,
-            opens: 0,
-            opened_at: None,
-            time_open: Duration::ZERO,
-            probes: VecDeque::new(),
-        }
-    }
-
     fn seen(s: &str, ms: u64) -> Seen {
         Seen::parse(s, ms).unwrap()
     }
@@ -407,7 +397,7 @@ mod tests {
     #[test]
     fn the_view_turns_fleet_answers_into_transitions_and_figures() {
         let t0 = Instant::now();
-        let mut v = view(t0);
+        let mut v = View::closed(t0);
         assert!(v.observe(seen("closed", 0), t0, || "x".into()).is_none());
         let t = v
             .observe(seen("open", 30_000), t0, || "opened".into())

@@ -8,7 +8,7 @@
 //! the same budgets and cancellation. When the fleet is off (Redis failed once), the local
 //! permit alone is handed out.
 
-use super::{Fleet, Upstream};
+use super::{Fleet, Upstream, ms};
 use crate::engine::bulkhead::{Bulkhead, LocalBulkhead, Permit};
 use futures_util::future::BoxFuture;
 use std::sync::LazyLock;
@@ -63,7 +63,7 @@ impl FleetBulkhead {
             local: LocalBulkhead::new(local_caps),
             fleet,
             lease: lease.max(Duration::from_millis(300)),
-            me: format!("{}-{:016x}", std::process::id(), rand::random::<u64>()),
+            me: super::process_tag(),
             next: AtomicU64::new(0),
         }
     }
@@ -74,7 +74,7 @@ impl FleetBulkhead {
         let Some((key, cap)) = self.caps[route].clone() else {
             return local;
         };
-        let lease_ms = u64::try_from(self.lease.as_millis()).unwrap_or(u64::MAX);
+        let lease_ms = ms(self.lease);
         loop {
             if !self.fleet.is_on() {
                 return local;
@@ -118,7 +118,7 @@ impl FleetBulkhead {
 
 /// Renews a permit's lease every third of it while the attempt runs.
 async fn renew(fleet: Fleet, key: String, id: String, lease: Duration) {
-    let lease_ms = u64::try_from(lease.as_millis()).unwrap_or(u64::MAX);
+    let lease_ms = ms(lease);
     loop {
         tokio::time::sleep(lease / 3).await;
         let (key, id) = (key.clone(), id.clone());

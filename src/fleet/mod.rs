@@ -233,6 +233,17 @@ fn local_warning(why: &str) -> String {
     )
 }
 
+/// This process, for values that must be unique across the fleet (window entries, probe
+/// and permit leases): its pid and 64 random bits.
+fn process_tag() -> String {
+    format!("{}-{:016x}", std::process::id(), rand::random::<u64>())
+}
+
+/// Milliseconds, as Lua scripts take them (saturating).
+fn ms(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
 fn prefix(namespace: Option<&str>) -> String {
     match namespace {
         Some(ns) => format!("warden:{}:", escape(ns)),

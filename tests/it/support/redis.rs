@@ -12,6 +12,8 @@ pub struct RedisServer {
     dir: tempfile::TempDir,
     extra: Vec<String>,
     child: Option<Child>,
+    /// Only TLS on the port (`rediss://`).
+    tls: bool,
 }
 
 impl RedisServer {
@@ -28,14 +30,43 @@ impl RedisServer {
             dir: tempfile::tempdir().expect("temp dir"),
             extra: extra.iter().map(|a| a.to_string()).collect(),
             child: None,
+            tls: false,
         };
         s.restart();
         s
     }
 
-    /// `redis://127.0.0.1:PORT`.
+    /// Starts a server that speaks only TLS on its port, with this certificate and key
+    /// (PEM); `rediss://` clients must trust their issuer.
+    pub fn start_tls(cert_pem: &str, key_pem: &str) -> RedisServer {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let (cert, key) = (dir.path().join("cert.pem"), dir.path().join("key.pem"));
+        std::fs::write(&cert, cert_pem).unwrap();
+        std::fs::write(&key, key_pem).unwrap();
+        let port = free_port();
+        let extra = vec![
+            "--tls-cert-file".to_string(),
+            cert.display().to_string(),
+            "--tls-key-file".to_string(),
+            key.display().to_string(),
+            "--tls-auth-clients".to_string(),
+            "no".to_string(),
+        ];
+        let mut s = RedisServer {
+            port,
+            dir,
+            extra,
+            child: None,
+            tls: true,
+        };
+        s.restart();
+        s
+    }
+
+    /// `redis://127.0.0.1:PORT` (`rediss://` for a TLS server).
     pub fn url(&self) -> String {
-        format!("redis://127.0.0.1:{}", self.port)
+        let scheme = if self.tls { "rediss" } else { "redis" };
+        format!("{scheme}://127.0.0.1:{}", self.port)
     }
 
     pub fn port(&self) -> u16 {
@@ -46,8 +77,15 @@ impl RedisServer {
     /// [`kill`](Self::kill)); waits until it answers PING.
     pub fn restart(&mut self) {
         assert!(self.child.is_none(), "already running");
+        let port = self.port.to_string();
+        let ports: &[&str] = if self.tls {
+            &["--port", "0", "--tls-port", &port]
+        } else {
+            &["--port", &port]
+        };
         let child = Command::new("redis-server")
-            .args(["--port", &self.port.to_string(), "--bind", "127.0.0.1"])
+            .args(ports)
+            .args(["--bind", "127.0.0.1"])
             .args(["--save", "", "--appendonly", "no"])
             .arg("--dir")
             .arg(self.dir.path())
@@ -71,12 +109,16 @@ impl RedisServer {
         );
     }
 
-    /// Whether something on the port answers PING (+PONG, or NOAUTH when a password is set).
+    /// Whether something on the port answers PING (+PONG, or NOAUTH when a password is set);
+    /// for a TLS server, whether the port accepts connections.
     pub fn answers_ping(&self) -> bool {
         use std::io::{Read, Write};
         let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", self.port)) else {
             return false;
         };
+        if self.tls {
+            return true;
+        }
         let _ = s.set_read_timeout(Some(Duration::from_millis(200)));
         if s.write_all(b"PING\r\n").is_err() {
             return false;

@@ -13,6 +13,10 @@ pub struct TestCa {
     pub ca_pem: String,
     /// A server configuration whose certificate the CA signed for `names`.
     pub server: Arc<ServerConfig>,
+    /// That server certificate, PEM (for servers the test does not run in-process).
+    pub leaf_pem: String,
+    /// Its private key, PEM.
+    pub leaf_key_pem: String,
 }
 
 impl TestCa {
@@ -52,6 +56,8 @@ impl TestCa {
         TestCa {
             ca_pem: ca.pem(),
             server: Arc::new(server),
+            leaf_pem: leaf_cert.pem(),
+            leaf_key_pem: leaf_key.serialize_pem(),
         }
     }
 }

@@ -1,0 +1,134 @@
+//! Redis down, stopped, killed or frozen around a real review: the outcome and exit code
+//! of a review without `[fleet]`, exactly one warning, within the budget.
+
+use super::*;
+use crate::support::fake_provider::{Behavior, finding, findings_answer};
+
+/// The primary answers every unit with one high finding after `delay`.
+fn answering(run: &FleetRun, delay: u64) {
+    let answer = Behavior::Answer(findings_answer(serde_json::json!([finding(
+        11,
+        "high",
+        "Off-by-one in the loop"
+    )])));
+    let b = Behavior::DelayHeaders(Duration::from_millis(delay), Box::new(answer));
+    run.fake.script("primary", vec![b]);
+}
+
+/// What must not change: exit code, each unit's status and route, the findings.
+fn outcome(code: i32, v: &serde_json::Value) -> (i32, Vec<(String, String)>, usize, String) {
+    (
+        code,
+        statuses(v),
+        v["findings"].as_array().unwrap().len(),
+        v["outcome"].to_string(),
+    )
+}
+
+/// The review without `[fleet]`: what every fault must leave unchanged.
+fn baseline(run: &FleetRun, route_extra: &str) -> (i32, Vec<(String, String)>, usize, String) {
+    run.config(None, &[], route_extra);
+    let (code, v, err) = run.review();
+    assert_eq!(fleet_warnings(&err), 0);
+    let o = outcome(code, &v);
+    assert_eq!(o.0, 1, "high findings fail the review: {err}");
+    o
+}
+
+fn one_warning(err: &str) {
+    assert_eq!(fleet_warnings(err), 1, "{err}");
+    assert!(err.contains("not used for the rest of this run"), "{err}");
+}
+
+#[test]
+fn redis_down_from_the_start_changes_nothing_but_one_warning() {
+    let run = FleetRun::new(3);
+    answering(&run, 0);
+    let want = baseline(&run, "fleetMaxConcurrency = 1");
+    let dead = format!("redis://127.0.0.1:{}", free_port());
+    run.config(Some(&dead), &[], "fleetMaxConcurrency = 1");
+    let (code, v, err) = run.review();
+    assert_eq!(outcome(code, &v), want);
+    one_warning(&err);
+    assert!(err.contains("cannot connect"), "{err}");
+}
+
+/// Starts a review with `[fleet]` on `redis`, waits for the primary's first request,
+/// applies `fault`, and returns the review's result and wall time.
+fn fault_mid_review(
+    run: &FleetRun,
+    redis: &mut RedisServer,
+    fault: impl FnOnce(&mut RedisServer),
+) -> ((i32, serde_json::Value, String), Duration) {
+    run.config(
+        Some(&redis.url()),
+        &[("reviewBudget", "8s")],
+        "fleetMaxConcurrency = 1",
+    );
+    let seen = run.fake.requests_for("primary").len();
+    let t = Instant::now();
+    let child = run.command().spawn().unwrap();
+    let until = Instant::now() + Duration::from_secs(10);
+    while run.fake.requests_for("primary").len() == seen {
+        assert!(
+            Instant::now() < until,
+            "the review never called the primary"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    fault(redis);
+    let out = finish(child);
+    (out, t.elapsed())
+}
+
+#[test]
+fn redis_stopped_mid_review_changes_nothing_but_one_warning() {
+    let mut redis = RedisServer::start();
+    let run = FleetRun::new(4);
+    answering(&run, 300);
+    let want = baseline(&run, "fleetMaxConcurrency = 1");
+    let before = run.fake.requests_for("primary").len();
+    let ((code, v, err), _) = fault_mid_review(&run, &mut redis, RedisServer::stop);
+    assert_eq!(outcome(code, &v), want);
+    one_warning(&err);
+    assert_eq!(
+        run.fake.requests_for("primary").len() - before,
+        4,
+        "one request per unit"
+    );
+    assert!(
+        !err.contains("cannot connect"),
+        "it was connected when redis stopped: {err}"
+    );
+    // Killed (SIGKILL) mid-review, likewise.
+    redis.restart();
+    let ((code, v, err), _) = fault_mid_review(&run, &mut redis, RedisServer::kill);
+    assert_eq!(outcome(code, &v), want, "{err}");
+    one_warning(&err);
+    assert!(!err.contains("cannot connect"), "{err}");
+}
+
+#[test]
+fn a_frozen_redis_never_stalls_the_review_past_its_budget() {
+    let mut redis = RedisServer::start();
+    let run = FleetRun::new(4);
+    answering(&run, 300);
+    let want = baseline(&run, "fleetMaxConcurrency = 1");
+    // Frozen mid-review (SIGSTOP): the calls in flight time out after 250 ms.
+    let ((code, v, err), took) = fault_mid_review(&run, &mut redis, |r| r.pause());
+    assert_eq!(outcome(code, &v), want);
+    one_warning(&err);
+    assert!(err.contains("did not answer"), "{err}");
+    assert!(took < Duration::from_secs(8), "an 8 s review took {took:?}");
+    // Frozen from the start: connecting is bounded too.
+    let t = Instant::now();
+    let (code, v, err) = run.review();
+    assert_eq!(outcome(code, &v), want);
+    one_warning(&err);
+    assert!(
+        t.elapsed() < Duration::from_secs(8),
+        "took {:?}",
+        t.elapsed()
+    );
+    redis.resume();
+}
