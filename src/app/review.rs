@@ -24,6 +24,9 @@ pub(super) fn review_cmd(args: &ReviewArgs) -> Result<i32> {
     let routes = review::routes(&prepared.settings)?;
     let target = fleet::target(&prepared.settings.fleet, |k| std::env::var(k).ok())?;
     cache::check_shared(&prepared.settings, target.is_some())?;
+    if let Some(w) = fleet::unused_caps_warning(&prepared.settings, target.is_some()) {
+        cache_warn(&args.ui)(&w);
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

@@ -69,7 +69,9 @@ impl FleetBulkhead {
     }
 
     /// With the local permit in hand, waits for a fleet permit of `route` (if it has a
-    /// fleet cap and the fleet is on). Dropping this future gives both up.
+    /// fleet cap and the fleet is on). Dropping this future gives both up; dropped while
+    /// its script is on the wire (a spillover wait that another route won), a lease the
+    /// script took is never seen here and runs out after one request deadline.
     async fn with_fleet_permit(&self, route: usize, local: Permit) -> Permit {
         let Some((key, cap)) = self.caps[route].clone() else {
             return local;

@@ -2,7 +2,7 @@
 //! runs the CI) wins over `[fleet] redis`; the password comes from the URL in that
 //! variable or from the variable `[fleet] passwordEnv` names, never from the repository.
 
-use crate::config::{FleetSettings, RedisUrl};
+use crate::config::{FleetSettings, RedisUrl, Settings};
 use crate::error::Error;
 use redis::IntoConnectionInfo;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
@@ -68,6 +68,27 @@ pub fn target(
         namespace: settings.namespace.clone(),
         cache: settings.cache,
     }))
+}
+
+/// The warning when routes set `fleetMaxConcurrency` but no server is named (neither
+/// `[fleet] redis` nor `WARDEN_REDIS_URL`): the caps cannot apply, each process keeps only
+/// its `maxConcurrency`. Not an error: a CI job without the secret still reviews.
+pub fn unused_caps_warning(settings: &Settings, server_named: bool) -> Option<String> {
+    if server_named {
+        return None;
+    }
+    let routes: Vec<String> = settings
+        .routes
+        .iter()
+        .filter(|r| r.fleet_max_concurrency.is_some())
+        .map(|r| format!("`{}`", r.name))
+        .collect();
+    (!routes.is_empty()).then(|| {
+        format!(
+            "fleet: route {} sets fleetMaxConcurrency, but no Redis is named ([fleet] redis or {URL_ENV}): each process keeps only its own maxConcurrency",
+            routes.join(", ")
+        )
+    })
 }
 
 /// Opens the connection manager within [`super::CONNECT_TIMEOUT`], its own reconnects
@@ -148,6 +169,18 @@ mod tests {
         assert_eq!(e.exit_code(), 2);
         let msg = e.to_string();
         assert!(msg.starts_with(URL_ENV) && !msg.contains("pw@"), "{msg}");
+    }
+
+    #[test]
+    fn fleet_caps_without_a_server_are_named_in_a_warning() {
+        let mut s = Settings::default();
+        let mut r = crate::config::Route::new("fast", crate::config::ProviderKind::OpenAi, "m", 4);
+        assert_eq!(unused_caps_warning(&s, false), None);
+        r.fleet_max_concurrency = Some(3);
+        s.routes.push(r);
+        let w = unused_caps_warning(&s, false).unwrap();
+        assert!(w.contains("route `fast` sets fleetMaxConcurrency"), "{w}");
+        assert_eq!(unused_caps_warning(&s, true), None);
     }
 
     #[test]

@@ -14,7 +14,7 @@ pub mod bulkhead;
 mod connect;
 pub mod upstream;
 
-pub use connect::{Target, target};
+pub use connect::{Target, target, unused_caps_warning};
 pub use upstream::{Upstream, escape};
 
 use redis::aio::ConnectionManager;
