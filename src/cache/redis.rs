@@ -5,10 +5,16 @@
 //! run (breakers, permits and the cache alike).
 
 use super::key::Key;
-use super::shared::SharedStore;
+use super::shared::{MAX_VALUE_BYTES, SharedStore};
 use crate::fleet::{Fleet, FleetError};
 use futures_util::future::BoxFuture;
+use std::sync::LazyLock;
 use std::time::Duration;
+
+/// Reads values cut to [`MAX_VALUE_BYTES`] + 1 bytes, so an oversized value costs at most
+/// that much to transfer and hold (MGET would send it whole, up to Redis's 512 MB).
+static GET: LazyLock<redis::Script> =
+    LazyLock::new(|| redis::Script::new(include_str!("lua/shared_get.lua")));
 
 /// The first part of every cache key in the fleet's namespace.
 const KIND: &str = "cache";
@@ -156,12 +162,15 @@ impl SharedStore for RedisLevel {
         keys: &'a [Key],
     ) -> BoxFuture<'a, Result<Vec<Option<Vec<u8>>>, String>> {
         Box::pin(async move {
-            let mut cmd = redis::cmd("MGET");
+            let mut inv = GET.prepare_invoke();
             for k in keys {
-                cmd.arg(self.key(k));
+                inv.key(self.key(k));
             }
+            inv.arg(MAX_VALUE_BYTES);
             self.0
-                .query("reading the shared cache", cmd)
+                .call("reading the shared cache", |mut c| async move {
+                    inv.invoke_async(&mut c).await
+                })
                 .await
                 .map_err(|e| e.to_string())
         })

@@ -28,7 +28,9 @@ pub trait SharedStore: Send + Sync {
     /// Where the level lives, for messages (no password).
     fn location(&self) -> String;
 
-    /// The raw value under each key (None: not there).
+    /// The raw value under each key (None: not there). A value longer than
+    /// [`MAX_VALUE_BYTES`] may come back cut to `MAX_VALUE_BYTES + 1` bytes: implementations
+    /// must not transfer more than that per value, and the reader rejects it as too large.
     fn get_many<'a>(
         &'a self,
         keys: &'a [Key],
@@ -138,8 +140,9 @@ impl Shared {
         if !st.warned_bad {
             st.warned_bad = true;
             (self.warn)(&format!(
-                "shared result cache {}: {n} stored answer(s) failed their checksum or did not decode; they were asked again",
-                self.store.location()
+                "shared result cache {}: {n} stored answer(s) failed their checksum, did not decode or were over {} KiB; they were asked again",
+                self.store.location(),
+                MAX_VALUE_BYTES / 1024
             ));
         }
     }

@@ -492,3 +492,52 @@ fn verdicts_travel_with_shared_answers() {
     assert_eq!(warm["verification"]["rejected"], 1);
     assert_eq!(levels(&warm), ["shared"]);
 }
+
+/// The bytes the server has sent to all its clients (`INFO stats`).
+fn bytes_sent(redis: &RedisServer) -> u64 {
+    let info: String = ::redis::cmd("INFO")
+        .arg("stats")
+        .query(&mut redis.client())
+        .unwrap();
+    info.lines()
+        .find_map(|l| l.strip_prefix("total_net_output_bytes:"))
+        .and_then(|n| n.trim().parse().ok())
+        .expect("INFO stats names total_net_output_bytes")
+}
+
+#[test]
+fn an_oversized_shared_value_is_a_miss_and_is_never_sent_whole() {
+    let redis = RedisServer::start();
+    let s = shared(1, &redis);
+    let (code, cold, _, _) = review_on(&s, &machine(&s, "a"), &[]);
+    let keys = cache_keys(&redis);
+    assert_eq!(keys.len(), 1);
+    // Whoever can write to the fleet's Redis stores 64 MB under the key (Redis allows 512).
+    let huge = vec![b'x'; 64 << 20];
+    let _: () = ::redis::cmd("SET")
+        .arg(&keys[0])
+        .arg(huge)
+        .query(&mut redis.client())
+        .unwrap();
+    let before = bytes_sent(&redis);
+    let (code_b, again, err, asked) = review_on(&s, &machine(&s, "b"), &[]);
+    let sent = bytes_sent(&redis) - before;
+    eprintln!("bytes sent by redis during the review: {sent}");
+    assert_eq!((code_b, asked), (code, 1), "a miss, asked again: {err}");
+    assert_eq!(findings(&again), findings(&cold));
+    assert_eq!(warnings(&err), 1, "{err}");
+    assert!(
+        err.contains("1 stored answer(s)") && err.contains("over 256 KiB"),
+        "{err}"
+    );
+    assert!(
+        sent < 2 * 256 * 1024,
+        "redis sent {sent} bytes: the 64 MB value was read whole"
+    );
+    // The fleet stayed on: the fresh answer replaced the oversized value.
+    let len: u64 = ::redis::cmd("STRLEN")
+        .arg(&keys[0])
+        .query(&mut redis.client())
+        .unwrap();
+    assert!(len < 256 * 1024, "{len}");
+}
