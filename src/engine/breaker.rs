@@ -14,7 +14,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 /// The longest re-open wait, as a multiple of `openFor`.
-const MAX_BACKOFF: u32 = 8;
+pub(crate) const MAX_BACKOFF: u32 = 8;
 
 /// A breaker's state.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

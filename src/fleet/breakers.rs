@@ -11,7 +11,7 @@
 
 use super::{Fleet, Upstream, ms};
 use crate::config::{BreakerSettings, Execution, format_duration};
-use crate::engine::breaker::{Admission, BreakerState, Transition};
+use crate::engine::breaker::{Admission, BreakerState, MAX_BACKOFF, Transition};
 use crate::engine::breakers::{BreakerFigures, Breakers, LocalBreakers};
 use crate::provider::Outcome;
 use futures_util::future::BoxFuture;
@@ -120,14 +120,18 @@ impl FleetBreakers {
         inv.arg(self.cfg.half_open_probes)
             .arg(ms(self.probe_lease))
             .arg(&id);
+        const WHAT: &str = "asking a breaker";
         let (state, wait, granted): (String, u64, u8) = self
             .fleet
-            .call("asking a breaker", |mut c| async move {
-                inv.invoke_async(&mut c).await
-            })
+            .call(WHAT, |mut c| async move { inv.invoke_async(&mut c).await })
             .await
             .ok()?;
-        let mut seen = Seen::parse(&state, wait)?;
+        if granted > 1 {
+            let why = format!("answered {granted} probe leases granted (0 or 1)");
+            self.fleet.distrust(WHAT, &why);
+            return None;
+        }
+        let mut seen = self.trusted(WHAT, &state, wait)?;
         let mut v = self.view(route);
         if seen.state == BreakerState::HalfOpen && granted == 0 && v.probes.is_empty() {
             // Every probe lease is out, held by other processes: this one treats the
@@ -180,14 +184,13 @@ impl FleetBreakers {
         inv.arg(ms(self.cfg.window)).arg(self.cfg.min_calls);
         inv.arg(self.cfg.failure_rate).arg(ms(self.cfg.open_for));
         inv.arg(self.unique()).arg(ms(FORCED_FOR));
+        const WHAT: &str = "recording an attempt";
         let (state, wait, calls, failures): (String, u64, u64, u64) = self
             .fleet
-            .call("recording an attempt", |mut c| async move {
-                inv.invoke_async(&mut c).await
-            })
+            .call(WHAT, |mut c| async move { inv.invoke_async(&mut c).await })
             .await
             .ok()?;
-        let seen = Seen::parse(&state, wait)?;
+        let seen = self.trusted(WHAT, &state, wait)?;
         let mine = calls > 0 || (probe && kind != "cancel") || kind == "force";
         let reason = || match seen.state {
             BreakerState::Open if calls > 0 => format!(
@@ -207,6 +210,32 @@ impl FleetBreakers {
         };
         let mut v = self.view(route);
         Some(v.observe(seen, now, reason))
+    }
+
+    /// The fleet's answer, if a warden process could have given it: a known state, and an
+    /// open period no longer than this process's own longest (`openFor` × the backoff
+    /// cap). Anything else (a hostile or broken server, or a process sharing the namespace
+    /// with a longer `openFor`) gives the one warning and turns the fleet off: a planted
+    /// "open until next year" must not keep a route from its reviews.
+    fn trusted(&self, what: &str, state: &str, wait_ms: u64) -> Option<Seen> {
+        let longest = self.cfg.open_for.saturating_mul(MAX_BACKOFF);
+        let why = match Seen::parse(state, wait_ms) {
+            Some(seen) if seen.wait <= longest => return Some(seen),
+            Some(seen) => format!(
+                "answered open for {}, longer than this process's breakers ever stay open (openFor × {MAX_BACKOFF} = {}); its breaker state is not trusted",
+                format_duration(seen.wait),
+                format_duration(longest)
+            ),
+            None => {
+                let shown: String = state.chars().take(40).collect();
+                format!(
+                    "answered an unknown breaker state `{}`",
+                    shown.escape_debug()
+                )
+            }
+        };
+        self.fleet.distrust(what, &why);
+        None
     }
 
     fn reason_seen(&self, state: BreakerState) -> String {

@@ -92,9 +92,14 @@ impl FleetBulkhead {
                 .await;
             match taken {
                 Ok(1) => return self.held(local, key, id),
-                Ok(_) => {
+                Ok(0) => {
                     let jitter = POLL.mul_f64(rand::random::<f64>());
                     tokio::time::sleep(POLL + jitter).await;
+                }
+                Ok(n) => {
+                    let why = format!("answered {n} to a permit script that returns 0 or 1");
+                    self.fleet.distrust("taking a fleet permit", &why);
+                    return local;
                 }
                 Err(_) => return local,
             }

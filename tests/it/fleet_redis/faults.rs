@@ -5,7 +5,7 @@ use super::*;
 use crate::support::fake_provider::{Behavior, finding, findings_answer};
 
 /// The primary answers every unit with one high finding after `delay`.
-fn answering(run: &FleetRun, delay: u64) {
+pub(super) fn answering(run: &FleetRun, delay: u64) {
     let answer = Behavior::Answer(findings_answer(serde_json::json!([finding(
         11,
         "high",
@@ -16,7 +16,10 @@ fn answering(run: &FleetRun, delay: u64) {
 }
 
 /// What must not change: exit code, each unit's status and route, the findings.
-fn outcome(code: i32, v: &serde_json::Value) -> (i32, Vec<(String, String)>, usize, String) {
+pub(super) fn outcome(
+    code: i32,
+    v: &serde_json::Value,
+) -> (i32, Vec<(String, String)>, usize, String) {
     (
         code,
         statuses(v),
@@ -26,7 +29,10 @@ fn outcome(code: i32, v: &serde_json::Value) -> (i32, Vec<(String, String)>, usi
 }
 
 /// The review without `[fleet]`: what every fault must leave unchanged.
-fn baseline(run: &FleetRun, route_extra: &str) -> (i32, Vec<(String, String)>, usize, String) {
+pub(super) fn baseline(
+    run: &FleetRun,
+    route_extra: &str,
+) -> (i32, Vec<(String, String)>, usize, String) {
     run.config(None, &[], route_extra);
     let (code, v, err) = run.review();
     // A fleet cap with no Redis named is said once; nothing else about the fleet.
@@ -43,7 +49,7 @@ fn baseline(run: &FleetRun, route_extra: &str) -> (i32, Vec<(String, String)>, u
     o
 }
 
-fn one_warning(err: &str) {
+pub(super) fn one_warning(err: &str) {
     assert_eq!(fleet_warnings(err), 1, "{err}");
     assert!(err.contains("not used for the rest of this run"), "{err}");
 }
@@ -139,4 +145,50 @@ fn a_frozen_redis_never_stalls_the_review_past_its_budget() {
         t.elapsed()
     );
     redis.resume();
+}
+
+/// The breaker key of the run's primary (see `Fleet::upstream_key`).
+fn primary_breaker(run: &FleetRun) -> String {
+    let host = run.fake.base_url();
+    let host = host
+        .trim_start_matches("http://")
+        .split('/')
+        .next()
+        .unwrap();
+    format!(
+        "warden:{}:brk:openai:{}:primary",
+        run.namespace(),
+        warden::fleet::escape(host)
+    )
+}
+
+#[test]
+fn a_planted_open_until_next_decade_cannot_keep_the_primary_from_reviews() {
+    let redis = RedisServer::start();
+    let run = FleetRun::new(3);
+    answering(&run, 0);
+    let want = baseline(&run, "");
+    // Whoever can write to the namespace marks the primary open for ten years (its
+    // policy: openFor 60 s, so at most 8 minutes with backoff).
+    let mut c = redis.client();
+    let (secs, _): (u64, u64) = ::redis::cmd("TIME").query(&mut c).unwrap();
+    let until = (secs + 10 * 365 * 24 * 3600) * 1000;
+    let _: () = ::redis::cmd("HSET")
+        .arg(primary_breaker(&run))
+        .arg("state")
+        .arg("open")
+        .arg("until")
+        .arg(until)
+        .query(&mut c)
+        .unwrap();
+    let before = run.fake.requests_for("primary").len();
+    run.config(Some(&redis.url()), &[], "");
+    let (code, v, err) = run.review();
+    assert_eq!(outcome(code, &v), want, "{err}");
+    one_warning(&err);
+    assert!(
+        err.contains("longer than this process's breakers ever stay open (openFor × 8 = 8m)"),
+        "{err}"
+    );
+    assert_eq!(run.fake.requests_for("primary").len() - before, 3, "{err}");
 }

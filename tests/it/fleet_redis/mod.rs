@@ -1,9 +1,11 @@
 //! Fleet mode against a real `redis-server` on loopback: the handle's bounds and its one
 //! warning, the trust boundary and TLS here; shared breakers (`breakers.rs`), fleet permits
-//! (`permits.rs`) and Redis faults (`faults.rs`) with the real binary.
+//! (`permits.rs`), Redis faults (`faults.rs`) and a hostile Redis (`hostile.rs`) with the
+//! real binary.
 
 mod breakers;
 mod faults;
+mod hostile;
 mod permits;
 
 use crate::support::fake_provider::FakeProvider;

@@ -8,6 +8,7 @@ pub mod litellm;
 pub mod otlp_receiver;
 pub mod patch;
 pub mod redis;
+pub mod resp;
 pub mod review;
 pub mod scripted;
 pub mod tls_ca;

@@ -1,0 +1,81 @@
+//! A hostile or broken Redis (the fake of `support/resp.rs`) behind `[fleet]`: whatever it
+//! answers to the breaker scripts (wrong types, absurd numbers, unknown states, a drip, an
+//! endless bulk string, a connection closed mid-reply), the review has the outcome it has
+//! without `[fleet]`, with one warning, within its budget, and without a panic.
+
+use super::faults::{answering, baseline, one_warning, outcome};
+use super::*;
+use crate::support::resp::{FakeRedis, Misbehave};
+
+/// The misbehaviours, each with what its one warning must say.
+fn cases() -> Vec<(Misbehave, &'static str)> {
+    use Misbehave::*;
+    let slow = Duration::from_millis(100);
+    vec![
+        (
+            Reply("*3\r\n$4\r\nopen\r\n:-5\r\n:0\r\n"),
+            "failed asking a breaker",
+        ),
+        (
+            Reply("*3\r\n$6\r\nclosed\r\n$3\r\nNaN\r\n:0\r\n"),
+            "failed asking a breaker",
+        ),
+        (Reply("*1\r\n$6\r\nclosed\r\n"), "failed asking a breaker"),
+        (Reply("$5\r\nhello\r\n"), "failed asking a breaker"),
+        (Reply(":99999999999999999\r\n"), "failed asking a breaker"),
+        (Reply("-ERR boom\r\n"), "failed asking a breaker"),
+        (
+            Reply("*3\r\n$8\r\nbananas!\r\n:0\r\n:0\r\n"),
+            "answered an unknown breaker state `bananas!`",
+        ),
+        (
+            Reply("*3\r\n$9\r\nhalf_open\r\n:0\r\n:7\r\n"),
+            "answered 7 probe leases granted",
+        ),
+        (
+            Reply("*3\r\n$4\r\nopen\r\n:9223372036854775807\r\n:0\r\n"),
+            "longer than this process's breakers ever stay open",
+        ),
+        (
+            Drip("*3\r\n$6\r\nclosed\r\n:0\r\n:0\r\n", slow),
+            "did not answer asking a breaker within 250ms",
+        ),
+        (EndlessBulk, "did not answer asking a breaker within 250ms"),
+        (
+            CloseMidReply("*3\r\n$6\r\nclosed\r\n:0\r\n:0\r\n"),
+            "asking a breaker",
+        ),
+    ]
+}
+
+#[test]
+fn whatever_a_hostile_redis_answers_the_review_is_the_one_without_fleet() {
+    let run = FleetRun::new(3);
+    answering(&run, 0);
+    let want = baseline(&run, "");
+    for (how, says) in cases() {
+        let fake = FakeRedis::start(how.clone());
+        run.config(Some(&fake.url()), &[("reviewBudget", "6s")], "");
+        let before = run.fake.requests_for("primary").len();
+        let t = Instant::now();
+        let (code, v, err) = run.review();
+        let took = t.elapsed();
+        assert_eq!(outcome(code, &v), want, "{how:?}: {err}");
+        one_warning(&err);
+        assert!(err.contains(says), "{how:?}: {err}");
+        assert!(fake.scripts() >= 1, "{how:?}: the fleet was asked");
+        assert_eq!(
+            run.fake.requests_for("primary").len() - before,
+            3,
+            "{how:?}: every unit went to the primary: {err}"
+        );
+        assert!(
+            took < Duration::from_secs(7),
+            "{how:?}: a 6 s review took {took:?}"
+        );
+        eprintln!(
+            "{how:?}: {} bytes sent by the fake, review took {took:?}",
+            fake.sent()
+        );
+    }
+}
