@@ -91,6 +91,35 @@ pub fn unused_caps_warning(settings: &Settings, server_named: bool) -> Option<St
     })
 }
 
+/// Every form of the password `target` connects with, to scrub from messages: the one
+/// from `passwordEnv`, and the URL's as written (percent-encoded) and decoded (as sent in
+/// AUTH, which a server or the client library may echo in an error).
+pub(super) fn secrets(target: &Target) -> Vec<String> {
+    let mut out: Vec<String> = target.password.clone().ok().flatten().into_iter().collect();
+    if let Ok(u) = reqwest::Url::parse(target.url.expose())
+        && let Some(raw) = u.password()
+    {
+        out.push(raw.to_string());
+        if let Ok(info) = target.url.expose().into_connection_info()
+            && let Some(p) = info.redis_settings().password()
+        {
+            out.push(p.to_string());
+        }
+    }
+    out.retain(|s| !s.is_empty());
+    // Longest first, so a password that contains another is replaced whole.
+    out.sort_by_key(|s| std::cmp::Reverse(s.len()));
+    out.dedup();
+    out
+}
+
+/// `text` with every one of `secrets` replaced by `***`.
+pub(super) fn scrub(text: &str, secrets: &[String]) -> String {
+    secrets
+        .iter()
+        .fold(text.to_string(), |t, s| t.replace(s.as_str(), "***"))
+}
+
 /// Opens the connection manager within [`super::CONNECT_TIMEOUT`], its own reconnects
 /// bounded by `call_timeout`. The error is a message fragment without the password.
 pub(super) async fn open(
@@ -98,26 +127,24 @@ pub(super) async fn open(
     call_timeout: Duration,
 ) -> Result<ConnectionManager, String> {
     let server = target.url.to_string();
+    let secrets = secrets(target);
+    let scrub = |text: String| scrub(&text, &secrets);
     let password = target.password.clone()?;
     let mut info = target
         .url
         .expose()
         .into_connection_info()
-        .map_err(|e| format!("redis {server}: {e}"))?;
+        .map_err(|e| scrub(format!("redis {server}: {e}")))?;
     if let Some(p) = &password {
         let settings = info.redis_settings().clone().set_password(p);
         info = info.set_redis_settings(settings);
     }
-    let client = redis::Client::open(info).map_err(|e| format!("redis {server}: {e}"))?;
+    let client = redis::Client::open(info).map_err(|e| scrub(format!("redis {server}: {e}")))?;
     let config = ConnectionManagerConfig::new()
         .set_connection_timeout(Some(super::CONNECT_TIMEOUT))
         .set_response_timeout(Some(call_timeout))
         .set_number_of_retries(1)
         .set_max_delay(call_timeout);
-    let scrub = |text: String| match &password {
-        Some(p) if !p.is_empty() => text.replace(p.as_str(), "***"),
-        _ => text,
-    };
     // A PING proves the server speaks Redis and accepted the password (a connection
     // alone proves neither).
     let connecting = async {

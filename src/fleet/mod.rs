@@ -76,8 +76,9 @@ struct Inner {
     warn: Warn,
     /// The server as messages show it (no password).
     server: String,
-    /// The password, so that it can be scrubbed from any message that echoes it.
-    secret: Option<String>,
+    /// The password in every form, so that it can be scrubbed from any message that
+    /// echoes it (see [`connect::secrets`]).
+    secrets: Vec<String>,
     /// `[fleet] cache`.
     cache: bool,
 }
@@ -101,7 +102,7 @@ impl Fleet {
                 off: AtomicBool::new(false),
                 warn,
                 server,
-                secret: target.password.clone().ok().flatten(),
+                secrets: connect::secrets(&target),
                 cache: target.cache,
             }))),
             Err(why) => {
@@ -230,10 +231,7 @@ impl Fleet {
     }
 
     fn scrub(&self, text: &str) -> String {
-        match &self.0.secret {
-            Some(s) if !s.is_empty() => text.replace(s.as_str(), "***"),
-            _ => text.to_string(),
-        }
+        connect::scrub(text, &self.0.secrets)
     }
 }
 

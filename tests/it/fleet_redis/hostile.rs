@@ -79,3 +79,45 @@ fn whatever_a_hostile_redis_answers_the_review_is_the_one_without_fleet() {
         );
     }
 }
+
+#[test]
+fn a_password_in_the_url_is_never_shown_even_when_the_server_echoes_it() {
+    let run = FleetRun::new(2);
+    answering(&run, 0);
+    let want = baseline(&run, "");
+    run.config(None, &[], "");
+    let trace = run.cfg.path().join("trace.jsonl");
+    for accept in [false, true] {
+        let fake = FakeRedis::start(Misbehave::EchoPassword { accept });
+        // Percent-encoded in the URL, sent decoded in AUTH: neither form may show.
+        let url = fake.url().replace("//", "//:pa%24%24-horse-battery@");
+        let mut cmd = run.command();
+        cmd.env("WARDEN_REDIS_URL", &url)
+            .arg("-v")
+            .arg("--trace")
+            .arg(&trace);
+        let out = cmd.output().unwrap();
+        let (stdout, stderr) = (
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr),
+        );
+        let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+        assert_eq!(outcome(out.status.code().unwrap(), &v), want, "{stderr}");
+        one_warning(&stderr);
+        let says = if accept {
+            "failed asking a breaker: \"WRONGPASS\": not '***'"
+        } else {
+            "cannot connect"
+        };
+        assert!(stderr.contains(says), "{stderr}");
+        let traced = std::fs::read_to_string(&trace).unwrap();
+        for text in [&*stdout, &*stderr, &traced] {
+            for secret in ["pa$$-horse-battery", "pa%24%24-horse-battery", "horse"] {
+                assert!(
+                    !text.contains(secret),
+                    "accept {accept}: {secret} in {text}"
+                );
+            }
+        }
+    }
+}

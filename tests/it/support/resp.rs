@@ -20,6 +20,9 @@ pub enum Misbehave {
     EndlessBulk,
     /// The first half of this reply, then the connection is closed.
     CloseMidReply(&'static str),
+    /// Echoes the password the client sent with AUTH in an error: to AUTH itself when
+    /// `accept` is false, else to every script call.
+    EchoPassword { accept: bool },
 }
 
 pub struct FakeRedis {
@@ -91,14 +94,24 @@ fn serve(conn: TcpStream, how: &Misbehave, scripts: &AtomicU64, sent: &AtomicU64
         }
         ok
     };
+    let mut password = String::new();
     while let Some(cmd) = command(&mut r) {
         let name = cmd
             .first()
             .map(|c| c.to_ascii_uppercase())
             .unwrap_or_default();
-        let ok = match name.as_str() {
-            "PING" => send(b"+PONG\r\n"),
-            "EVALSHA" | "EVAL" => {
+        let ok = match (name.as_str(), how) {
+            ("PING", _) => send(b"+PONG\r\n"),
+            ("AUTH", Misbehave::EchoPassword { accept }) => {
+                password = cmd.last().cloned().unwrap_or_default();
+                let echo = format!("-WRONGPASS not '{password}'\r\n");
+                send(if *accept { b"+OK\r\n" } else { echo.as_bytes() })
+            }
+            ("EVALSHA" | "EVAL", Misbehave::EchoPassword { .. }) => {
+                scripts.fetch_add(1, Ordering::SeqCst);
+                send(format!("-WRONGPASS not '{password}'\r\n").as_bytes())
+            }
+            ("EVALSHA" | "EVAL", _) => {
                 scripts.fetch_add(1, Ordering::SeqCst);
                 misbehave(how, &mut send)
             }
@@ -126,5 +139,6 @@ fn misbehave(how: &Misbehave, send: &mut impl FnMut(&[u8]) -> bool) -> bool {
             send(&r.as_bytes()[..r.len() / 2]);
             false
         }
+        Misbehave::EchoPassword { .. } => unreachable!("answered in serve"),
     }
 }
