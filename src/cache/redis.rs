@@ -100,6 +100,16 @@ impl RedisLevel {
         out
     }
 
+    /// Whether `key` (matched by [`Self::pattern`]) is an answer of this namespace: the
+    /// pattern of no namespace (`warden:cache:*`) also matches every key of a namespace
+    /// named `cache` (`warden:cache:brk:…`, `warden:cache:cache:…`), which have a `:` after
+    /// the prefix; an answer's key (one escaped part) never does.
+    fn is_answer_key(&self, key: &str) -> bool {
+        let prefix = self.0.key(&[KIND, ""]);
+        key.strip_prefix(&prefix)
+            .is_some_and(|rest| !rest.is_empty() && !rest.contains(':'))
+    }
+
     /// Walks the namespace's cache keys with `SCAN`, one bounded call per step, handing
     /// each step's keys to `each`. Stops at the first failed call.
     async fn scan<F, Fut>(&self, what: &str, mut each: F) -> Result<u64, FleetError>
@@ -117,7 +127,8 @@ impl RedisLevel {
                 .arg(&pattern)
                 .arg("COUNT")
                 .arg(SCAN_COUNT);
-            let (next, keys): (u64, Vec<String>) = self.0.query(what, cmd).await?;
+            let (next, mut keys): (u64, Vec<String>) = self.0.query(what, cmd).await?;
+            keys.retain(|k| self.is_answer_key(k));
             seen += keys.len() as u64;
             if !keys.is_empty() {
                 each(keys).await?;

@@ -541,3 +541,50 @@ fn an_oversized_shared_value_is_a_miss_and_is_never_sent_whole() {
         .unwrap();
     assert!(len < 256 * 1024, "{len}");
 }
+
+#[test]
+fn clear_without_a_namespace_leaves_a_namespace_named_cache_alone() {
+    let redis = RedisServer::start();
+    let s = Setup::new(1);
+    s.config(&format!(
+        "[fleet]\nredis = \"{}\"\ncache = true\n",
+        redis.url()
+    ));
+    let hex = "ab".repeat(32);
+    let mine = format!("warden:cache:{hex}");
+    // The keys of a team whose namespace is `cache`: its breaker and its answer.
+    let theirs = [
+        "warden:cache:brk:openai:api.openai.com:gpt".to_string(),
+        format!("warden:cache:cache:{hex}"),
+    ];
+    let mut conn = redis.client();
+    for k in theirs.iter().chain([&mine]) {
+        let _: () = ::redis::cmd("SET")
+            .arg(k)
+            .arg("v")
+            .query(&mut conn)
+            .unwrap();
+    }
+    let dir = machine(&s, "a");
+    let (code, out, err) = cache_cli(&s, &dir, &["stats", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let st: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(st["shared"]["entries"], 1, "{st}");
+    let (code, out, err) = cache_cli(&s, &dir, &["clear", "--shared"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("cleared 1 cached answer(s) from the fleet's shared cache"),
+        "{out}"
+    );
+    assert!(
+        redis.keys(&mine).is_empty(),
+        "this namespace's answer is gone"
+    );
+    for k in &theirs {
+        assert_eq!(
+            redis.keys(k).len(),
+            1,
+            "{k} of namespace `cache` was deleted"
+        );
+    }
+}
