@@ -178,12 +178,19 @@ impl SharedStore for RedisLevel {
                 inv.key(self.key(k));
             }
             inv.arg(MAX_VALUE_BYTES);
-            self.0
-                .call("reading the shared cache", |mut c| async move {
-                    inv.invoke_async(&mut c).await
-                })
+            const WHAT: &str = "reading the shared cache";
+            let values: Vec<Option<Vec<u8>>> = self
+                .0
+                .call(WHAT, |mut c| async move { inv.invoke_async(&mut c).await })
                 .await
-                .map_err(|e| e.to_string())
+                .map_err(|e| e.to_string())?;
+            if values.len() != keys.len() {
+                // Not what the script returns: a hostile or broken server.
+                let why = format!("answered {} values for {} keys", values.len(), keys.len());
+                self.0.distrust(WHAT, &why);
+                return Err(why);
+            }
+            Ok(values)
         })
     }
 

@@ -121,3 +121,23 @@ fn a_password_in_the_url_is_never_shown_even_when_the_server_echoes_it() {
         }
     }
 }
+
+#[test]
+fn a_shared_cache_read_with_the_wrong_number_of_values_is_one_warning_and_a_local_review() {
+    let run = FleetRun::new(2);
+    answering(&run, 0);
+    let want = baseline(&run, "");
+    // Every script call (the cache's read comes first) answers an empty list.
+    let fake = FakeRedis::start(Misbehave::Reply("*0\r\n"));
+    run.config(Some(&fake.url()), &[], "");
+    let path = run.cfg.path().join("warden.toml");
+    let text = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(&path, text.replace("[fleet]\n", "[fleet]\ncache = true\n")).unwrap();
+    let (code, v, err) = run.review();
+    assert_eq!(outcome(code, &v), want, "{err}");
+    one_warning(&err);
+    assert!(
+        err.contains("failed reading the shared cache: answered 0 values for "),
+        "{err}"
+    );
+}
