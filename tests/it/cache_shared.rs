@@ -493,18 +493,6 @@ fn verdicts_travel_with_shared_answers() {
     assert_eq!(levels(&warm), ["shared"]);
 }
 
-/// The bytes the server has sent to all its clients (`INFO stats`).
-fn bytes_sent(redis: &RedisServer) -> u64 {
-    let info: String = ::redis::cmd("INFO")
-        .arg("stats")
-        .query(&mut redis.client())
-        .unwrap();
-    info.lines()
-        .find_map(|l| l.strip_prefix("total_net_output_bytes:"))
-        .and_then(|n| n.trim().parse().ok())
-        .expect("INFO stats names total_net_output_bytes")
-}
-
 #[test]
 fn an_oversized_shared_value_is_a_miss_and_is_never_sent_whole() {
     let redis = RedisServer::start();
@@ -519,9 +507,9 @@ fn an_oversized_shared_value_is_a_miss_and_is_never_sent_whole() {
         .arg(huge)
         .query(&mut redis.client())
         .unwrap();
-    let before = bytes_sent(&redis);
+    let before = redis.stat("total_net_output_bytes");
     let (code_b, again, err, asked) = review_on(&s, &machine(&s, "b"), &[]);
-    let sent = bytes_sent(&redis) - before;
+    let sent = redis.stat("total_net_output_bytes") - before;
     eprintln!("bytes sent by redis during the review: {sent}");
     assert_eq!((code_b, asked), (code, 1), "a miss, asked again: {err}");
     assert_eq!(findings(&again), findings(&cold));

@@ -171,14 +171,7 @@ fn unreachable_refusing_wrong_password_and_garbage_each_give_one_warning_and_no_
 
 /// Connections the server has accepted so far.
 fn connections(redis: &RedisServer) -> u64 {
-    let info: String = ::redis::cmd("INFO")
-        .arg("stats")
-        .query(&mut redis.client())
-        .unwrap();
-    info.lines()
-        .find_map(|l| l.strip_prefix("total_connections_received:"))
-        .and_then(|n| n.trim().parse().ok())
-        .unwrap()
+    redis.stat("total_connections_received")
 }
 
 #[test]

@@ -168,6 +168,18 @@ impl RedisServer {
             .expect("KEYS")
     }
 
+    /// A counter of `INFO stats` (`total_net_output_bytes`, `total_connections_received`).
+    pub fn stat(&self, name: &str) -> u64 {
+        let info: String = redis::cmd("INFO")
+            .arg("stats")
+            .query(&mut self.client())
+            .expect("INFO stats");
+        info.lines()
+            .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
+            .and_then(|n| n.trim().parse().ok())
+            .unwrap_or_else(|| panic!("INFO stats names {name}"))
+    }
+
     pub fn dir(&self) -> &Path {
         self.dir.path()
     }
