@@ -22,6 +22,11 @@ const KIND: &str = "cache";
 /// Keys asked per `SCAN` step when counting or clearing the shared level.
 const SCAN_COUNT: usize = 1000;
 
+/// How long one walk of the namespace (count or clear) may take, in call bounds (60 s at
+/// 250 ms): each step is bounded, and this bounds the steps, so a server whose cursor never
+/// comes back to 0 (hostile or broken) cannot keep `warden cache stats` or `clear` running.
+const SCAN_CALLS: u32 = 240;
+
 /// The shared level over the fleet's connection.
 pub struct RedisLevel(pub Fleet);
 
@@ -120,7 +125,16 @@ impl RedisLevel {
         let pattern = self.pattern();
         let mut cursor: u64 = 0;
         let mut seen = 0u64;
-        loop {
+        let budget = self.0.call_timeout().saturating_mul(SCAN_CALLS);
+        let deadline = tokio::time::Instant::now() + budget;
+        for steps in 0u64.. {
+            if tokio::time::Instant::now() >= deadline {
+                let why = format!(
+                    "SCAN did not come back to cursor 0 within {} ({steps} steps)",
+                    crate::config::format_duration(budget)
+                );
+                return Err(self.0.distrust(what, &why));
+            }
             let mut cmd = redis::cmd("SCAN");
             cmd.arg(cursor)
                 .arg("MATCH")
@@ -138,6 +152,7 @@ impl RedisLevel {
             }
             cursor = next;
         }
+        unreachable!("the steps are counted until the deadline")
     }
 
     /// How many answers the shared level holds in this namespace.

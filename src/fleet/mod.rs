@@ -214,13 +214,14 @@ impl Fleet {
     /// Gives the fleet up for the run over an answer no warden process could have given (a
     /// hostile or broken server: an unknown state, an open period longer than this
     /// process's policy allows): the one warning, then local state, as for a failed call.
-    pub(crate) fn distrust(&self, what: &str, why: &str) {
+    pub(crate) fn distrust(&self, what: &str, why: &str) -> FleetError {
         let err = FleetError::Redis {
             server: self.0.server.clone(),
             what: what.to_string(),
             message: self.scrub(why),
         };
         self.turn_off(&err);
+        err
     }
 
     /// Turns the fleet off for the run, giving the one warning if it was on.

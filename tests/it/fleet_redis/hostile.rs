@@ -141,3 +141,28 @@ fn a_shared_cache_read_with_the_wrong_number_of_values_is_one_warning_and_a_loca
         "{err}"
     );
 }
+
+#[test]
+fn a_scan_whose_cursor_never_ends_is_cut_off_with_one_warning() {
+    let fake = FakeRedis::start(Misbehave::Reply("-ERR unused\r\n"));
+    let rt = runtime();
+    let (warn, seen) = warnings();
+    rt.block_on(async {
+        // Calls bounded by 50 ms: the walk may take 240 of them (12 s).
+        let bound = Duration::from_millis(50);
+        let fleet = Fleet::connect_with(target(&fake.url(), None, None), warn, bound)
+            .await
+            .expect("connects");
+        let level = warden::cache::redis::RedisLevel(fleet.clone());
+        let counted = tokio::time::timeout(Duration::from_secs(40), level.count()).await;
+        let e = counted.expect("the walk ends").unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("SCAN did not come back to cursor 0 within 12s"),
+            "{e}"
+        );
+        assert!(!fleet.is_on());
+    });
+    let seen = seen.lock().unwrap();
+    assert_eq!(seen.len(), 1, "{seen:?}");
+}

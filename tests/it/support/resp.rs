@@ -102,6 +102,8 @@ fn serve(conn: TcpStream, how: &Misbehave, scripts: &AtomicU64, sent: &AtomicU64
             .unwrap_or_default();
         let ok = match (name.as_str(), how) {
             ("PING", _) => send(b"+PONG\r\n"),
+            // A cursor that never comes back to 0.
+            ("SCAN", _) => send(b"*2\r\n$1\r\n1\r\n*0\r\n"),
             ("AUTH", Misbehave::EchoPassword { accept }) => {
                 password = cmd.last().cloned().unwrap_or_default();
                 let echo = format!("-WRONGPASS not '{password}'\r\n");
