@@ -61,13 +61,19 @@ struct View {
     time_open: Duration,
     /// Probe leases this process holds (any of them is released for a cancelled probe).
     probes: VecDeque<String>,
+    /// The newest answer taken (its [`Seen::asked`]).
+    asked: u64,
 }
 
-/// A fleet answer: the state, and how long until a probe may go.
+/// A fleet answer: the state, how long until a probe may go, and when it was asked.
 #[derive(Clone, Copy)]
 struct Seen {
     state: BreakerState,
     wait: Duration,
+    /// The order this process asked in: answers of concurrent calls can come back to their
+    /// tasks out of order, and an older one ("closed", asked before the failure that
+    /// opened the upstream) must not undo a newer one.
+    asked: u64,
 }
 
 impl FleetBreakers {
@@ -121,6 +127,7 @@ impl FleetBreakers {
             .arg(ms(self.probe_lease))
             .arg(&id);
         const WHAT: &str = "asking a breaker";
+        let asked = self.next.fetch_add(1, Ordering::Relaxed);
         let (state, wait, granted): (String, u64, u8) = self
             .fleet
             .call(WHAT, |mut c| async move { inv.invoke_async(&mut c).await })
@@ -132,6 +139,7 @@ impl FleetBreakers {
             return None;
         }
         let mut seen = self.trusted(WHAT, &state, wait)?;
+        seen.asked = asked;
         let mut v = self.view(route);
         if seen.state == BreakerState::HalfOpen && granted == 0 && v.probes.is_empty() {
             // Every probe lease is out, held by other processes: this one treats the
@@ -140,10 +148,12 @@ impl FleetBreakers {
             seen = Seen {
                 state: BreakerState::Open,
                 wait: PROBE_RECHECK,
+                asked: seen.asked,
             };
         }
         let t = v.observe(seen, now, || self.reason_seen(seen.state));
-        let admission = match v.state {
+        // This call's own answer decides this attempt (the view may hold a newer one).
+        let admission = match seen.state {
             BreakerState::Closed => Admission::Yes,
             BreakerState::HalfOpen if granted == 1 => {
                 v.probes.push_back(id);
@@ -185,12 +195,14 @@ impl FleetBreakers {
         inv.arg(self.cfg.failure_rate).arg(ms(self.cfg.open_for));
         inv.arg(self.unique()).arg(ms(FORCED_FOR));
         const WHAT: &str = "recording an attempt";
+        let asked = self.next.fetch_add(1, Ordering::Relaxed);
         let (state, wait, calls, failures): (String, u64, u64, u64) = self
             .fleet
             .call(WHAT, |mut c| async move { inv.invoke_async(&mut c).await })
             .await
             .ok()?;
-        let seen = self.trusted(WHAT, &state, wait)?;
+        let mut seen = self.trusted(WHAT, &state, wait)?;
+        seen.asked = asked;
         let mine = calls > 0 || (probe && kind != "cancel") || kind == "force";
         let reason = || match seen.state {
             BreakerState::Open if calls > 0 => format!(
@@ -267,6 +279,7 @@ impl Seen {
         Some(Seen {
             state,
             wait: Duration::from_millis(wait_ms),
+            asked: 0,
         })
     }
 }
@@ -281,6 +294,7 @@ impl View {
             opened_at: None,
             time_open: Duration::ZERO,
             probes: VecDeque::new(),
+            asked: 0,
         }
     }
 
@@ -291,6 +305,10 @@ impl View {
         now: Instant,
         reason: impl FnOnce() -> String,
     ) -> Option<Transition> {
+        if seen.asked < self.asked {
+            return None;
+        }
+        self.asked = seen.asked;
         if seen.state == BreakerState::Open {
             self.open_until = now + seen.wait;
         }
@@ -460,5 +478,24 @@ mod tests {
         );
         assert_eq!(v.opens, 2);
         assert!(Seen::parse("garbage", 0).is_none());
+    }
+
+    #[test]
+    fn an_answer_asked_earlier_that_comes_back_later_changes_nothing() {
+        let t0 = Instant::now();
+        let at = |s: &str, wait: u64, asked: u64| Seen {
+            asked,
+            ..seen(s, wait)
+        };
+        // Two records in flight: the second opened the upstream; the first's "closed"
+        // (asked before it) reaches its task after.
+        let mut v = View::closed(t0);
+        v.observe(at("open", 60_000, 2), t0, || "o".into()).unwrap();
+        assert!(v.observe(at("closed", 0, 1), t0, || "c".into()).is_none());
+        assert_eq!(v.state, BreakerState::Open);
+        assert_eq!(v.open_until, t0 + Duration::from_secs(60));
+        // A newer answer is taken.
+        let t = v.observe(at("closed", 0, 3), t0, || "c".into()).unwrap();
+        assert_eq!(t.to, BreakerState::Closed);
     }
 }
