@@ -17,14 +17,7 @@ fn session(
     model: &str,
     max_attempts: u32,
 ) -> (Repo, tempfile::TempDir) {
-    let repo = Repo::new();
-    for i in 0..files {
-        repo.write(&format!("src/g{i}.rs"), source_lines(10, &format!("g{i}")));
-    }
-    repo.commit_all("base");
-    for i in 0..files {
-        repo.write(&format!("src/g{i}.rs"), source_lines(12, &format!("g{i}")));
-    }
+    let repo = repo_with_grown_files(files, "g", 10);
     let cfg = tempfile::tempdir().unwrap();
     std::fs::write(
         cfg.path().join("warden.toml"),

@@ -263,22 +263,27 @@ async fn the_cost_budget_is_never_exceeded_including_attempts_in_flight() {
     }
 }
 
-#[tokio::test(start_paused = true)]
-async fn a_unit_does_not_wait_for_a_breaker_that_reopens_after_the_review_deadline() {
-    // The only route fails; its breaker opens for 10 minutes in a 45 s review.
-    let a = Scripted::always("a", Step::Fail(S(1), Outcome::Unavailable));
-    let e = Execution {
+/// A 45 s review, one attempt per unit, whose breaker opens after two failures for `open_for`.
+fn breaker_opens_for(open_for: Duration) -> Execution {
+    Execution {
         review_budget: S(45),
         hunk_budget: S(30),
         request_timeout: S(10),
         max_attempts: 1,
         breaker: BreakerSettings {
             min_calls: 2,
-            open_for: S(600),
+            open_for,
             ..BreakerSettings::default()
         },
         ..exec(Routing::Ordered)
-    };
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_unit_does_not_wait_for_a_breaker_that_reopens_after_the_review_deadline() {
+    // The only route fails; its breaker opens for 10 minutes in a 45 s review.
+    let a = Scripted::always("a", Step::Fail(S(1), Outcome::Unavailable));
+    let e = breaker_opens_for(S(600));
     let (r, _) = run(vec![route(&a, 2)], e, units(10)).await;
     assert!(
         r.elapsed <= S(2),
@@ -308,18 +313,7 @@ async fn a_unit_still_waits_for_a_breaker_that_reopens_in_time() {
             Step::Ok(S(1), 0)
         }
     });
-    let e = Execution {
-        review_budget: S(45),
-        hunk_budget: S(30),
-        request_timeout: S(10),
-        max_attempts: 1,
-        breaker: BreakerSettings {
-            min_calls: 2,
-            open_for: S(10),
-            ..BreakerSettings::default()
-        },
-        ..exec(Routing::Ordered)
-    };
+    let e = breaker_opens_for(S(10));
     let (r, _) = run(vec![route(&a, 2)], e, units(6)).await;
     let reviewed = r
         .units

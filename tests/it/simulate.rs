@@ -8,14 +8,7 @@ use serde_json::Value;
 /// A repository with `files` changed files and, outside it, a config of two sim routes
 /// played 60x faster with budgets scaled to match (15 s ≈ 15 minutes).
 fn setup(files: usize, routing: &str, budget: &str) -> (Repo, tempfile::TempDir) {
-    let repo = Repo::new();
-    for i in 0..files {
-        repo.write(&format!("src/s{i}.rs"), source_lines(30, &format!("s{i}")));
-    }
-    repo.commit_all("base");
-    for i in 0..files {
-        repo.write(&format!("src/s{i}.rs"), source_lines(32, &format!("s{i}")));
-    }
+    let repo = repo_with_grown_files(files, "s", 30);
     let cfg = tempfile::tempdir().unwrap();
     std::fs::write(
         cfg.path().join("warden.toml"),

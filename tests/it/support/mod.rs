@@ -262,13 +262,21 @@ pub fn fixture(name: &str) -> PathBuf {
 /// A repository with `files` files (`src/f{i}.rs`, 10 lines) committed, and two lines
 /// (11 and 12) added to each, uncommitted.
 pub fn repo_with_changed_files(files: usize) -> Repo {
+    repo_with_grown_files(files, "f", 10)
+}
+
+/// A repository with `files` files (`src/{prefix}{i}.rs`, `lines` lines) committed, and
+/// two lines added at the end of each, uncommitted: one hunk per file.
+pub fn repo_with_grown_files(files: usize, prefix: &str, lines: usize) -> Repo {
     let repo = Repo::new();
     for i in 0..files {
-        repo.write(&format!("src/f{i}.rs"), source_lines(10, &format!("f{i}")));
+        let name = format!("{prefix}{i}");
+        repo.write(&format!("src/{name}.rs"), source_lines(lines, &name));
     }
     repo.commit_all("base");
     for i in 0..files {
-        repo.write(&format!("src/f{i}.rs"), source_lines(12, &format!("f{i}")));
+        let name = format!("{prefix}{i}");
+        repo.write(&format!("src/{name}.rs"), source_lines(lines + 2, &name));
     }
     repo
 }
