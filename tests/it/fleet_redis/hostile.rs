@@ -166,3 +166,19 @@ fn a_scan_whose_cursor_never_ends_is_cut_off_with_one_warning() {
     let seen = seen.lock().unwrap();
     assert_eq!(seen.len(), 1, "{seen:?}");
 }
+
+#[test]
+fn a_permit_script_answering_neither_0_nor_1_is_one_warning_and_local_permits() {
+    let run = FleetRun::new(3);
+    answering(&run, 0);
+    let want = baseline(&run, "fleetMaxConcurrency = 1");
+    let fake = FakeRedis::start(Misbehave::Reply(":7\r\n"));
+    run.config(Some(&fake.url()), &[], "fleetMaxConcurrency = 1");
+    let (code, v, err) = run.review();
+    assert_eq!(outcome(code, &v), want, "{err}");
+    one_warning(&err);
+    assert!(
+        err.contains("answered 7 to a permit script that returns 0 or 1"),
+        "{err}"
+    );
+}
