@@ -161,17 +161,13 @@ impl Fleet {
         let answer = tokio::time::timeout(i.call_timeout, f(i.conn.clone())).await;
         let err = match answer {
             Ok(Ok(v)) => return Ok(v),
-            Ok(Err(e)) if e.is_timeout() => FleetError::Timeout {
-                server: i.server.clone(),
-                what: what.to_string(),
-                ms: i.call_timeout.as_millis(),
-            },
-            Ok(Err(e)) => FleetError::Redis {
+            Ok(Err(e)) if !e.is_timeout() => FleetError::Redis {
                 server: i.server.clone(),
                 what: what.to_string(),
                 message: self.scrub(&e.to_string()),
             },
-            Err(_) => FleetError::Timeout {
+            // The client's own timeout or the call bound: both are the bound.
+            _ => FleetError::Timeout {
                 server: i.server.clone(),
                 what: what.to_string(),
                 ms: i.call_timeout.as_millis(),
