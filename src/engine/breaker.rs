@@ -160,10 +160,12 @@ impl Breaker {
 
     /// Records a finished attempt. `probe` says whether it was admitted as a probe.
     pub fn record(&mut self, now: Instant, outcome: Outcome, probe: bool) -> Option<Transition> {
+        // A probe's slot comes back whatever state its result finds: with several probes,
+        // an earlier verdict may already have re-opened or closed the breaker.
+        if probe {
+            self.release_probe();
+        }
         if outcome == Outcome::Cancelled {
-            if probe {
-                self.release_probe();
-            }
             return None;
         }
         if outcome.forces_open() {
@@ -179,7 +181,6 @@ impl Breaker {
         let failure = outcome.is_breaker_failure();
         match self.state {
             BreakerState::HalfOpen if probe => {
-                self.release_probe();
                 if failure {
                     self.level += 1;
                     let wait = self.open_wait();
@@ -356,6 +357,53 @@ mod tests {
         assert_eq!(b.admit(at).0, Admission::Probe);
         assert_eq!(b.record(at, Cancelled, true), None);
         assert_eq!(b.admit(at).0, Admission::Probe);
+    }
+
+    /// With several probes, the first verdict changes the state while the others are still
+    /// in flight; their slots must come back whatever state they find, or each cycle admits
+    /// fewer probes until a half-open breaker admits none and the route is lost for the run.
+    #[test]
+    fn a_probe_that_ends_after_another_probes_verdict_frees_its_slot() {
+        let t0 = Instant::now();
+        let mut b = Breaker::new(
+            BreakerSettings {
+                half_open_probes: 2,
+                ..cfg()
+            },
+            t0,
+        );
+        for _ in 0..5 {
+            b.record(t0, Timeout, false);
+        }
+        for late in [Ok, Timeout, Ok, Timeout, Ok, Timeout] {
+            // Two probes; the first fails and re-opens the breaker, the second ends late.
+            let now = b.reopens_at().unwrap();
+            assert_eq!(b.admit(now).0, Admission::Probe);
+            assert_eq!(
+                b.admit(now).0,
+                Admission::Probe,
+                "both probe slots are free"
+            );
+            assert_eq!(b.record(now, Timeout, true).unwrap().to, BreakerState::Open);
+            assert_eq!(
+                b.record(now, late, true),
+                None,
+                "a late probe changes nothing"
+            );
+        }
+        // The first probe succeeds and closes it; the second ends in the closed state.
+        let now = b.reopens_at().unwrap();
+        assert_eq!(b.admit(now).0, Admission::Probe);
+        assert_eq!(b.admit(now).0, Admission::Probe);
+        assert_eq!(b.record(now, Ok, true).unwrap().to, BreakerState::Closed);
+        assert_eq!(b.record(now, Ok, true), None);
+        for _ in 0..5 {
+            b.record(now, Timeout, false);
+        }
+        let at = b.reopens_at().unwrap();
+        assert_eq!(b.admit(at).0, Admission::Probe);
+        assert_eq!(b.admit(at).0, Admission::Probe, "no slot was lost");
+        assert_eq!(b.admit(at).0, Admission::No);
     }
 
     #[test]
