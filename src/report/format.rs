@@ -74,31 +74,54 @@ pub struct OutputSpec {
 impl FromStr for OutputSpec {
     type Err = String;
 
-    /// `sarif=out.sarif` names a format; `out.json` or `./a=b` is a path (only a known
-    /// format name before `=` makes it a pair).
+    /// `sarif=out.sarif` names a format; `out.json` or `./a=b` is a path. A word before
+    /// `=` that is not a format (`sarf=out.sarif`) is refused rather than taken as a file
+    /// name, and so is `-`: stdout carries the `--format` report.
     fn from_str(s: &str) -> Result<Self, String> {
-        if let Some((name, path)) = s.split_once('=')
-            && let Some(format) = Format::named(name)
-        {
-            if path.is_empty() {
-                return Err(format!("`{s}`: no path after `{name}=`"));
-            }
-            return Ok(OutputSpec {
-                format: Some(format),
-                path: PathBuf::from(path),
+        let (format, path) = match s.split_once('=') {
+            Some((name, path)) => match Format::named(name) {
+                Some(format) => (Some(format), path),
+                None if is_word(name) => {
+                    return Err(format!(
+                        "`{s}`: unknown format `{name}`: expected one of {} (a file whose name has `=` in it is written ./{s})",
+                        Format::NAMES
+                    ));
+                }
+                None => (None, s),
+            },
+            None => (None, s),
+        };
+        if path.is_empty() {
+            return Err(match format {
+                Some(f) => format!("`{s}`: no path after `{}=`", f.name()),
+                None => format!(
+                    "expected PATH or FORMAT=PATH with FORMAT one of {}",
+                    Format::NAMES
+                ),
             });
         }
-        if s.is_empty() {
-            return Err(format!(
-                "expected PATH or FORMAT=PATH with FORMAT one of {}",
-                Format::NAMES
-            ));
+        if path == "-" {
+            return Err(match format {
+                Some(f) => format!(
+                    "`{s}`: stdout carries the --format report; for {0} on stdout use --format {0}",
+                    f.name()
+                ),
+                None => format!("`{s}`: stdout already receives the --format report; leave out -o"),
+            });
         }
         Ok(OutputSpec {
-            format: None,
-            path: PathBuf::from(s),
+            format,
+            path: PathBuf::from(path),
         })
     }
+}
+
+/// A bare word (letters, digits, `-`, `_`): what a format name, or a mistyped one, looks
+/// like; a path has a `/` or a `.` somewhere before its `=`.
+fn is_word(s: &str) -> bool {
+    !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
 }
 
 #[cfg(test)]
@@ -116,5 +139,9 @@ mod tests {
         assert_eq!((s.format, s.path), (None, PathBuf::from("./x=y.json")));
         assert!("json=".parse::<OutputSpec>().is_err());
         assert!("".parse::<OutputSpec>().is_err());
+        let s: OutputSpec = "out/a=b.json".parse().unwrap();
+        assert_eq!((s.format, s.path), (None, PathBuf::from("out/a=b.json")));
+        let s: OutputSpec = "a.b=c".parse().unwrap();
+        assert_eq!((s.format, s.path), (None, PathBuf::from("a.b=c")));
     }
 }

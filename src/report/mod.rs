@@ -433,9 +433,10 @@ pub(crate) fn secs(v: Option<u64>, none: &str) -> String {
 }
 
 /// An amount of USD as reports show it: rounded to a billionth of a dollar, so sums
-/// taken in a different order (a merged report's) give the same figure.
+/// taken in a different order (a merged report's) give the same figure. Never `-0.0`:
+/// the sum of no costs is `-0.0` in Rust, and reports would print `"costUsd": -0.0`.
 pub(crate) fn usd(x: f64) -> f64 {
-    (x * 1e9).round() / 1e9
+    (x * 1e9).round() / 1e9 + 0.0
 }
 
 /// FNV-1a, 64 bits: a tiny stable hash for finding ids and fingerprints.

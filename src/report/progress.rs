@@ -46,6 +46,9 @@ struct State {
     in_flight: BTreeMap<String, usize>,
     breakers: BTreeMap<String, BreakerState>,
     last_line: Option<Instant>,
+    /// The review pass has started: totals, routes and the budget are known. Before
+    /// that, a status line would read "0/0 units · budget left 0s".
+    started: bool,
 }
 
 impl State {
@@ -60,6 +63,7 @@ impl State {
             } => {
                 self.total += units;
                 if *pass == Pass::Review {
+                    self.started = true;
                     self.budget = *budget;
                     self.routes = routes
                         .iter()
@@ -95,7 +99,9 @@ impl State {
         self.done.values().sum()
     }
 
-    fn line(&self) -> String {
+    /// The status line; `counted` leads with "done/total units done" (plain lines), a
+    /// bar shows those figures itself.
+    fn line(&self, counted: bool) -> String {
         let elapsed = self.start.elapsed();
         let reviewed = self.done.get(&UnitStatus::Reviewed).copied().unwrap_or(0);
         let not = self.done() - reviewed;
@@ -116,10 +122,13 @@ impl State {
             })
             .collect();
         let left = self.budget.saturating_sub(elapsed);
+        let count = if counted {
+            format!("{}/{} units done ", self.done(), self.total)
+        } else {
+            String::new()
+        };
         format!(
-            "{}/{} units done ({reviewed} reviewed, {not} not) · {} · budget left {}",
-            self.done(),
-            self.total,
+            "{count}({reviewed} reviewed, {not} not) · {} · budget left {}",
             routes.join(" · "),
             humantime::format_duration(Duration::from_secs(left.as_secs()))
         )
@@ -170,7 +179,12 @@ impl Progress {
     /// printed as they happen. Totals, routes and the budget come from the events.
     pub fn new(mode: Mode, verbose: bool) -> Self {
         let bar = (mode == Mode::Bars).then(|| {
-            let b = indicatif::ProgressBar::new(0);
+            // Hidden until the review pass starts (see `refresh`): a bar drawn before it
+            // would show a full "0/0 units".
+            let b = indicatif::ProgressBar::with_draw_target(
+                Some(0),
+                indicatif::ProgressDrawTarget::hidden(),
+            );
             b.set_style(
                 indicatif::ProgressStyle::with_template(
                     "{spinner} [{elapsed_precise}] {bar:30.cyan/blue} {pos}/{len} units  {msg}",
@@ -178,7 +192,6 @@ impl Progress {
                 .expect("valid template")
                 .progress_chars("=> "),
             );
-            b.enable_steady_tick(Duration::from_millis(120));
             b
         });
         Progress {
@@ -193,6 +206,7 @@ impl Progress {
                 in_flight: BTreeMap::new(),
                 breakers: BTreeMap::new(),
                 last_line: None,
+                started: false,
             })),
             bar,
         }
@@ -243,18 +257,26 @@ impl Progress {
     }
 
     /// Redraws the bar, or prints a plain line if enough time has passed (or `force`).
+    /// Nothing is drawn before the review pass starts: there is nothing true to say yet.
     pub fn refresh(&self, force: bool) {
         let mut st = self.state.lock().expect("progress");
+        if !st.started {
+            return;
+        }
         match (&self.bar, self.mode) {
             (Some(b), _) => {
+                if b.is_hidden() {
+                    b.set_draw_target(indicatif::ProgressDrawTarget::stderr());
+                    b.enable_steady_tick(Duration::from_millis(120));
+                }
                 b.set_position(st.done() as u64);
-                b.set_message(st.line());
+                b.set_message(st.line(false));
             }
             (None, Mode::Plain) => {
                 let due = st.last_line.is_none_or(|t| t.elapsed() >= PLAIN_EVERY);
                 if due || force {
                     st.last_line = Some(Instant::now());
-                    let line = st.line();
+                    let line = st.line(true);
                     let elapsed = st.start.elapsed();
                     drop(st);
                     eprintln!("[{:>7.1}s] {line}", elapsed.as_secs_f64());

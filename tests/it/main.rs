@@ -34,3 +34,4 @@ mod simulate;
 mod skills;
 mod telemetry;
 mod trust;
+mod user_session;

@@ -1,0 +1,114 @@
+//! A new user's first session with the real binary and the built-in simulator: what the
+//! progress lines say, what the reports print, and how `-o` values are read.
+
+use crate::support::Repo;
+use serde_json::Value;
+
+/// A repository whose branch `feat` adds one source file (one chunk: 2 units with the
+/// default skills).
+fn repo_with_a_change() -> Repo {
+    let r = Repo::new();
+    r.write("src/lib.rs", "pub fn a() {}\n").commit_all("base");
+    r.git(&["checkout", "-q", "-b", "feat"]);
+    r.write(
+        "src/db.rs",
+        "fn q(id: &str) { run(\"SELECT * FROM t WHERE id=\" + id).unwrap(); }\n",
+    )
+    .commit_all("change");
+    r
+}
+
+fn run(r: &Repo, args: &[&str]) -> (i32, String, String) {
+    let out = r.warden(args).output().unwrap();
+    (
+        out.status.code().unwrap(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn progress_lines_start_once_the_plan_and_routes_are_known() {
+    let r = repo_with_a_change();
+    let (_, _, stderr) = run(&r, &["review", "main..feat", "--sim=healthy", "--json"]);
+    let lines: Vec<&str> = stderr.lines().filter(|l| l.starts_with('[')).collect();
+    assert!(!lines.is_empty(), "{stderr}");
+    for l in &lines {
+        assert!(
+            l.contains("/2 units done") && l.contains("sim-primary") && l.contains("sim-fallback"),
+            "every status line has the plan's total and the routes: {stderr}"
+        );
+        assert!(!l.contains("0/0 units"), "{stderr}");
+        assert!(!l.contains("budget left 0s"), "{stderr}");
+    }
+}
+
+#[test]
+fn reports_never_print_a_negative_zero_cost() {
+    let r = repo_with_a_change();
+    for format in ["json", "sarif"] {
+        let (code, stdout, stderr) = run(
+            &r,
+            &[
+                "review",
+                "main..feat",
+                "--sim=healthy",
+                "-q",
+                "--format",
+                format,
+            ],
+        );
+        assert_eq!(code, 1, "{stderr}");
+        assert!(!stdout.contains("-0.0"), "{format}: {stdout}");
+        let v: Value = serde_json::from_str(&stdout).unwrap();
+        let summary = if format == "json" {
+            &v["summary"]
+        } else {
+            &v["runs"][0]["invocations"][0]["properties"]["summary"]
+        };
+        let cost = summary["costUsd"].as_f64().unwrap();
+        assert!(
+            cost == 0.0 && cost.is_sign_positive(),
+            "{format}: {summary}"
+        );
+    }
+}
+
+#[test]
+fn a_mistyped_output_format_or_stdout_dash_is_refused_not_made_a_file() {
+    let r = repo_with_a_change();
+    for (spec, says) in [
+        ("sarf=w.sarif", "unknown format `sarf`"),
+        ("xml=w.xml", "unknown format `xml`"),
+        ("json=-", "use --format json"),
+        ("-", "leave out -o"),
+    ] {
+        let (code, stdout, stderr) =
+            run(&r, &["review", "main..feat", "--sim=healthy", "-o", spec]);
+        assert_eq!(code, 2, "{spec}: {stderr}");
+        assert!(stdout.is_empty(), "{spec}: {stdout}");
+        assert!(
+            stderr.starts_with("error: ") && stderr.contains("--output") && stderr.contains(says),
+            "{spec}: {stderr}"
+        );
+        assert!(!stderr.contains("panicked"), "{stderr}");
+    }
+    for left in ["sarf=w.sarif", "xml=w.xml", "-"] {
+        assert!(!r.path().join(left).exists(), "{left} was created");
+    }
+    // A path with `=` in it is still a path when it looks like one.
+    let (code, _, stderr) = run(
+        &r,
+        &[
+            "review",
+            "main..feat",
+            "--sim=healthy",
+            "-q",
+            "-o",
+            "./a=b.txt",
+        ],
+    );
+    assert_eq!(code, 1, "{stderr}");
+    let text = std::fs::read_to_string(r.path().join("a=b.txt")).unwrap();
+    assert!(text.starts_with("warden review: main..feat"), "{text}");
+}
