@@ -214,7 +214,8 @@ impl Breaker {
                 if calls >= self.cfg.min_calls
                     && f64::from(failures) >= self.cfg.failure_rate * f64::from(calls)
                 {
-                    self.level = 1;
+                    // 1 after a good probe of its own; more after a peer's word (`vouched`).
+                    self.level = self.level.saturating_add(1);
                     let wait = self.open_wait();
                     self.open_until = deadline_after(now, wait);
                     return Some(self.go(
@@ -229,6 +230,38 @@ impl Breaker {
                 None
             }
             // Late results of attempts sent before the breaker opened change nothing.
+            _ => None,
+        }
+    }
+
+    /// Word from outside this breaker's own probes that the route works again (a layered
+    /// store's shared level, see `crate::fleet::floor`): `own`, an attempt of this process
+    /// that was the shared level's probe succeeded; else the shared level's probe, sent by
+    /// another process, closed it. A half-open breaker closes (its probes in flight give
+    /// their slots back when they end, as after any verdict; own word resets the backoff
+    /// as a good probe does; a peer's keeps it, so a store that lies about recovery buys
+    /// one window of failures per ever longer open period).
+    /// A closed one forgets its window on its own word only. Open (`openFor` not over) and
+    /// forced open ignore it: the shared level never shortens this process's open period.
+    pub fn vouched(&mut self, now: Instant, own: bool) -> Option<Transition> {
+        match self.state {
+            BreakerState::HalfOpen => {
+                self.window.clear();
+                if own {
+                    self.level = 0;
+                }
+                let reason = if own {
+                    "this process's probe for the fleet succeeded"
+                } else {
+                    "another process's probe succeeded (the fleet closed it); open for longer if it fails again"
+                };
+                Some(self.go(BreakerState::Closed, now, reason.into()))
+            }
+            BreakerState::Closed if own => {
+                self.window.clear();
+                self.level = 0;
+                None
+            }
             _ => None,
         }
     }

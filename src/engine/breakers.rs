@@ -23,6 +23,34 @@ pub struct BreakerFigures {
     pub time_open: Duration,
 }
 
+/// What one admission reserved for its attempt, handed back with that attempt's outcome
+/// exactly once (a cancellation too), so that every level of a store gives back what it
+/// took and nothing else: a probe slot of this process's own breaker, a shared store's
+/// probe lease, both, or neither. A plain count per route could not say which of two
+/// attempts in flight held which.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Hold {
+    /// One of this process's own breaker's `halfOpenProbes` slots.
+    pub local_probe: bool,
+    /// A shared store's probe lease, by the number the store gave it.
+    pub lease: Option<u64>,
+}
+
+impl Hold {
+    /// As a store of local breakers only counts `admission`.
+    pub fn local(admission: Admission) -> Hold {
+        Hold {
+            local_probe: admission == Admission::Probe,
+            lease: None,
+        }
+    }
+
+    /// A half-open probe at some level (what events and reports call a probe).
+    pub fn probe(self) -> bool {
+        self.local_probe || self.lease.is_some()
+    }
+}
+
 /// The breakers of every route, by route index (failover order).
 pub trait Breakers: Send + Sync {
     /// Whether `admit` would say yes now, without reserving a probe.
@@ -38,24 +66,26 @@ pub trait Breakers: Send + Sync {
         probe: bool,
     ) -> Option<Transition>;
     /// As [`Breakers::admit`], asking a shared store when there is one (the engine
-    /// calls this one). By default: `admit`.
+    /// calls this one), with what the admission reserved. By default: `admit`.
     fn admit_async(
         &self,
         route: usize,
         now: Instant,
-    ) -> BoxFuture<'_, (Admission, Option<Transition>)> {
-        Box::pin(std::future::ready(self.admit(route, now)))
+    ) -> BoxFuture<'_, (Admission, Option<Transition>, Hold)> {
+        let (a, t) = self.admit(route, now);
+        Box::pin(std::future::ready((a, t, Hold::local(a))))
     }
     /// As [`Breakers::record`], into a shared store when there is one (the engine calls
-    /// this one). By default: `record`.
+    /// this one), with the admission's [`Hold`]. By default: `record`.
     fn record_async(
         &self,
         route: usize,
         now: Instant,
         outcome: Outcome,
-        probe: bool,
+        hold: Hold,
     ) -> BoxFuture<'_, Option<Transition>> {
-        Box::pin(std::future::ready(self.record(route, now, outcome, probe)))
+        let t = self.record(route, now, outcome, hold.local_probe);
+        Box::pin(std::future::ready(t))
     }
     /// When an open breaker lets a probe through (None unless open).
     fn reopens_at(&self, route: usize) -> Option<Instant>;
@@ -78,7 +108,8 @@ impl LocalBreakers {
         )
     }
 
-    fn get(&self, route: usize) -> std::sync::MutexGuard<'_, Breaker> {
+    /// One route's breaker, locked (for a layered store's own steps).
+    pub(crate) fn get(&self, route: usize) -> std::sync::MutexGuard<'_, Breaker> {
         self.0[route].lock().expect("breaker lock")
     }
 }

@@ -19,7 +19,7 @@ pub mod shedder;
 mod unit;
 
 pub use breaker::{Breaker, BreakerState};
-pub use breakers::{Breakers, LocalBreakers};
+pub use breakers::{Breakers, Hold, LocalBreakers};
 pub use bulkhead::{Bulkhead, LocalBulkhead, Permit};
 pub use events::{AttemptReason, Event, Pass, ReviewInfo, RouteInfo, Sink, UnitInfo};
 pub use outcome::{

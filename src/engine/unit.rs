@@ -5,6 +5,7 @@
 //! follows. Every unit ends with exactly one status (section 5).
 
 use super::breaker::{Admission, BreakerState, Transition};
+use super::breakers::Hold;
 use super::bulkhead::{AnyWaited, Permit, Wake, wait_for_any_permit};
 use super::clock::deadline_after;
 use super::cost::{self, Refusal, Reservation};
@@ -88,7 +89,8 @@ struct LastFailure {
 struct Slot {
     route: usize,
     permit: Permit,
-    probe: bool,
+    /// What the breakers reserved for it (given back with its outcome).
+    hold: Hold,
     breaker: BreakerState,
     reason: AttemptReason,
     /// The attempt's share of the cost budget, settled with its real cost.
@@ -221,7 +223,7 @@ async fn attempt(
         hunk_remaining,
         review_remaining,
         breaker: slot.breaker,
-        probe: slot.probe,
+        probe: slot.hold.probe(),
     });
     let req = AttemptRequest {
         prompt: (*u.work.prompt).clone(),
@@ -252,7 +254,7 @@ async fn attempt(
     let verdict = sh
         .engine
         .breakers
-        .record_async(slot.route, finished, record.outcome, slot.probe)
+        .record_async(slot.route, finished, record.outcome, slot.hold)
         .await;
     if let Some(t) = verdict {
         announce(sh, &route.name, t);
@@ -267,7 +269,7 @@ async fn attempt(
     u.result.attempts.push(AttemptLog {
         number,
         started: now.saturating_duration_since(sh.start),
-        probe: slot.probe,
+        probe: slot.hold.probe(),
         cost_usd,
         record: record.clone(),
     });
@@ -449,7 +451,7 @@ async fn admit(
         Err(CostWait::InFlight) => return Ok(Admitted::CostInFlight),
     };
     let breakers = &sh.engine.breakers;
-    let (admission, transition) = breakers.admit_async(route, now).await;
+    let (admission, transition, hold) = breakers.admit_async(route, now).await;
     if let Some(t) = transition {
         announce(sh, &sh.engine.routes[route].name, t);
     }
@@ -458,10 +460,10 @@ async fn admit(
             sh.engine.cost.settle(reservation, None);
             Admitted::Rechoose
         }
-        a => Admitted::Slot(Slot {
+        Admission::Yes | Admission::Probe => Admitted::Slot(Slot {
             route,
             permit,
-            probe: a == Admission::Probe,
+            hold,
             breaker: breakers.state(route),
             reason,
             reservation,

@@ -7,12 +7,15 @@
 //!
 //! This process keeps a view of each upstream's fleet state (what its last call to Redis
 //! said) for the engine's synchronous questions, and its own [`LocalBreakers`], fed with
-//! every outcome, which answer alone once the fleet is off (Redis failed once).
+//! every outcome: a floor under the fleet (what its own outcomes opened stays open, see
+//! `floor.rs` for the rule and its probe accounting), and alone once the fleet is off
+//! (Redis failed once).
 
+use super::floor::{self, FleetAnswer, Floor};
 use super::{Fleet, Upstream, ms};
 use crate::config::{BreakerSettings, Execution, format_duration};
 use crate::engine::breaker::{Admission, BreakerState, MAX_BACKOFF, Transition};
-use crate::engine::breakers::{BreakerFigures, Breakers, LocalBreakers};
+use crate::engine::breakers::{BreakerFigures, Breakers, Hold, LocalBreakers};
 use crate::provider::Outcome;
 use futures_util::future::BoxFuture;
 use std::collections::VecDeque;
@@ -34,10 +37,11 @@ pub const FORCED_FOR: Duration = Duration::from_secs(15 * 60);
 /// While another process holds the probe leases, how soon this one asks again.
 pub const PROBE_RECHECK: Duration = Duration::from_millis(500);
 
-/// Breakers kept in Redis per upstream, with local breakers as the fallback.
+/// Breakers kept in Redis per upstream, over this process's own breakers (a floor, and the
+/// fallback).
 pub struct FleetBreakers {
     fleet: Fleet,
-    local: LocalBreakers,
+    floor: Floor,
     cfg: BreakerSettings,
     /// A half-open probe's lease: one request deadline and a margin.
     probe_lease: Duration,
@@ -59,8 +63,11 @@ struct View {
     opens: u32,
     opened_at: Option<Instant>,
     time_open: Duration,
-    /// Probe leases this process holds (any of them is released for a cancelled probe).
+    /// Probe leases this process holds.
     probes: VecDeque<String>,
+    /// Half-open, and the fleet's last answer granted no lease while this process holds
+    /// one: no new attempt until a verdict or a record (no asking Redis in a loop).
+    full: bool,
     /// The newest answer taken (its [`Seen::asked`]).
     asked: u64,
 }
@@ -96,7 +103,10 @@ impl FleetBreakers {
             })
             .collect();
         FleetBreakers {
-            local: LocalBreakers::new(upstreams.len(), exec.breaker, now),
+            floor: Floor::new(
+                LocalBreakers::new(upstreams.len(), exec.breaker, now),
+                upstreams.len(),
+            ),
             fleet,
             cfg: exec.breaker,
             probe_lease: exec.request_timeout.saturating_add(Duration::from_secs(1)),
@@ -111,16 +121,23 @@ impl FleetBreakers {
     }
 
     fn unique(&self) -> String {
-        format!("{}-{}", self.me, self.next.fetch_add(1, Ordering::Relaxed))
+        self.lease_id(self.next.fetch_add(1, Ordering::Relaxed))
     }
 
-    async fn fleet_admit(
-        &self,
-        route: usize,
-        now: Instant,
-    ) -> Option<(Admission, Option<Transition>)> {
+    /// A probe lease's member in Redis, from its number (a [`Hold`] carries the number).
+    fn lease_id(&self, n: u64) -> String {
+        format!("{}-{n}", self.me)
+    }
+
+    /// The fleet's view of `route` for the floor's combination (`None`: the fleet is off).
+    fn fleet_state(&self, route: usize) -> Option<BreakerState> {
+        self.fleet.is_on().then(|| self.view(route).state)
+    }
+
+    async fn fleet_admit(&self, route: usize, now: Instant) -> Option<FleetAnswer> {
         let keys = &self.routes[route].keys;
-        let id = self.unique();
+        let n = self.next.fetch_add(1, Ordering::Relaxed);
+        let id = self.lease_id(n);
         let mut inv = ADMIT.prepare_invoke();
         inv.key(&keys[0]).key(&keys[3]);
         inv.arg(self.cfg.half_open_probes)
@@ -151,17 +168,24 @@ impl FleetBreakers {
                 asked: seen.asked,
             };
         }
-        let t = v.observe(seen, now, || self.reason_seen(seen.state));
+        let transition = v.observe(seen, now, || self.reason_seen(seen.state));
+        if seen.asked >= v.asked {
+            v.full = seen.state == BreakerState::HalfOpen && granted == 0;
+        }
         // This call's own answer decides this attempt (the view may hold a newer one).
-        let admission = match seen.state {
-            BreakerState::Closed => Admission::Yes,
+        let (admission, lease) = match seen.state {
+            BreakerState::Closed => (Admission::Yes, None),
             BreakerState::HalfOpen if granted == 1 => {
                 v.probes.push_back(id);
-                Admission::Probe
+                (Admission::Probe, Some(n))
             }
-            _ => Admission::No,
+            _ => (Admission::No, None),
         };
-        Some((admission, t))
+        Some(FleetAnswer {
+            admission,
+            lease,
+            transition,
+        })
     }
 
     async fn fleet_record(
@@ -169,7 +193,7 @@ impl FleetBreakers {
         route: usize,
         now: Instant,
         outcome: Outcome,
-        probe: bool,
+        lease: Option<u64>,
     ) -> Option<Option<Transition>> {
         let kind = if outcome == Outcome::Cancelled {
             "cancel"
@@ -180,11 +204,14 @@ impl FleetBreakers {
         } else {
             "ok"
         };
-        let probe_id = if probe {
-            self.view(route).probes.pop_front().unwrap_or_default()
-        } else {
-            String::new()
-        };
+        // Only the lease this attempt holds is a probe's verdict (or is given back).
+        let probe = lease.is_some();
+        let probe_id = lease.map(|n| self.lease_id(n)).unwrap_or_default();
+        if probe {
+            let mut v = self.view(route);
+            v.probes.retain(|p| *p != probe_id);
+            v.full = false;
+        }
         let keys = &self.routes[route].keys;
         let mut inv = RECORD.prepare_invoke();
         for k in keys {
@@ -294,6 +321,7 @@ impl View {
             opened_at: None,
             time_open: Duration::ZERO,
             probes: VecDeque::new(),
+            full: false,
             asked: 0,
         }
     }
@@ -332,6 +360,7 @@ impl View {
         }
         if to != BreakerState::HalfOpen {
             self.probes.clear();
+            self.full = false;
         }
         self.state = to;
         Some(Transition {
@@ -351,19 +380,23 @@ impl View {
 
 impl Breakers for FleetBreakers {
     fn would_admit(&self, route: usize, now: Instant) -> bool {
+        if !self.floor.would_admit(route, now) {
+            return false;
+        }
         if !self.fleet.is_on() {
-            return self.local.would_admit(route, now);
+            return true;
         }
         let v = self.view(route);
         match v.state {
-            BreakerState::Closed | BreakerState::HalfOpen => true,
+            BreakerState::Closed => true,
+            BreakerState::HalfOpen => !v.full,
             BreakerState::Open => now >= v.open_until,
             BreakerState::ForcedOpen => false,
         }
     }
 
     fn admit(&self, route: usize, now: Instant) -> (Admission, Option<Transition>) {
-        self.local.admit(route, now)
+        self.floor.local.admit(route, now)
     }
 
     fn record(
@@ -373,19 +406,26 @@ impl Breakers for FleetBreakers {
         outcome: Outcome,
         probe: bool,
     ) -> Option<Transition> {
-        self.local.record(route, now, outcome, probe)
+        self.floor.local.record(route, now, outcome, probe)
     }
 
     fn admit_async(
         &self,
         route: usize,
         now: Instant,
-    ) -> BoxFuture<'_, (Admission, Option<Transition>)> {
+    ) -> BoxFuture<'_, (Admission, Option<Transition>, Hold)> {
         Box::pin(async move {
-            match self.fleet_admit(route, now).await {
-                Some(answer) => answer,
-                None => self.local.admit(route, now),
-            }
+            // The floor first: what this process's own outcomes opened is not admitted,
+            // and the fleet is not asked (no lease is taken for it).
+            let take = self.floor.take(route, now);
+            let answer = if take.refused() || !self.fleet.is_on() {
+                None
+            } else {
+                self.fleet_admit(route, now).await
+            };
+            let (admission, hold, level) = self.floor.admit(route, now, take, answer);
+            let t = self.floor.show(route, self.fleet_state(route), level);
+            (admission, t, hold)
         })
     }
 
@@ -394,35 +434,35 @@ impl Breakers for FleetBreakers {
         route: usize,
         now: Instant,
         outcome: Outcome,
-        probe: bool,
+        hold: Hold,
     ) -> BoxFuture<'_, Option<Transition>> {
         Box::pin(async move {
-            // The local breakers see every outcome, so they are warm if the fleet goes off.
-            let local = self.local.record(route, now, outcome, probe);
-            match self.fleet_record(route, now, outcome, probe).await {
-                Some(t) => t,
-                None => local,
+            // Both levels, once each, with what each reserved for the attempt.
+            let mut level = self.floor.record(route, now, outcome, hold);
+            if let Some(t) = self.fleet_record(route, now, outcome, hold.lease).await {
+                level.extend(self.floor.fleet_said(route, now, t.as_ref()));
+                level.splice(0..0, t);
             }
+            self.floor.show(route, self.fleet_state(route), level)
         })
     }
 
     fn reopens_at(&self, route: usize) -> Option<Instant> {
-        if !self.fleet.is_on() {
-            return self.local.reopens_at(route);
-        }
-        let v = self.view(route);
-        (v.state == BreakerState::Open).then_some(v.open_until)
+        let local = &self.floor.local;
+        let fleet = self.fleet_state(route);
+        let fleet_reopen = (fleet == Some(BreakerState::Open)).then(|| self.view(route).open_until);
+        floor::reopen(
+            (local.state(route), local.reopens_at(route)),
+            (fleet, fleet_reopen),
+        )
     }
 
     fn state(&self, route: usize) -> BreakerState {
-        if !self.fleet.is_on() {
-            return self.local.state(route);
-        }
-        self.view(route).state
+        self.floor.state(route, self.fleet_state(route))
     }
 
     fn figures(&self, route: usize, now: Instant) -> BreakerFigures {
-        let local = self.local.figures(route, now);
+        let local = self.floor.local.figures(route, now);
         let state = self.state(route);
         let v = self.view(route);
         BreakerFigures {

@@ -12,6 +12,7 @@
 pub mod breakers;
 pub mod bulkhead;
 mod connect;
+mod floor;
 pub mod upstream;
 
 pub use connect::{Target, target, unused_caps_warning};

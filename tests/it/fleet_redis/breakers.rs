@@ -1,11 +1,13 @@
-//! Shared breakers: two processes' `FleetBreakers` over one Redis, and the real binary
-//! learning from the fleet that a primary hangs.
+//! Shared breakers: two processes' `FleetBreakers` over one Redis, the real binary
+//! learning from the fleet that a primary hangs, and its own breaker as a floor under a
+//! fleet that says "closed" whatever happens.
 
 use super::*;
 use crate::support::fake_provider::Behavior;
+use crate::support::resp::{FakeRedis, Misbehave};
 use warden::config::{BreakerSettings, Execution};
-use warden::engine::Breakers;
 use warden::engine::breaker::{Admission, BreakerState};
+use warden::engine::{Breakers, Hold};
 use warden::fleet::Upstream;
 use warden::fleet::breakers::FleetBreakers;
 use warden::provider::Outcome;
@@ -65,11 +67,12 @@ fn one_process_opens_the_upstream_for_all_and_probes_are_fleet_wide() {
         let e = exec(Duration::from_millis(400), 1);
         let (a, b, seen) = two(&redis, "open", &e).await;
         assert_eq!(
-            a.record_async(0, now(), Outcome::Timeout, false).await,
+            a.record_async(0, now(), Outcome::Timeout, Hold::default())
+                .await,
             None
         );
         let t = a
-            .record_async(0, now(), Outcome::Timeout, false)
+            .record_async(0, now(), Outcome::Timeout, Hold::default())
             .await
             .expect("opens");
         assert_eq!((t.from, t.to), (BreakerState::Closed, BreakerState::Open));
@@ -81,7 +84,7 @@ fn one_process_opens_the_upstream_for_all_and_probes_are_fleet_wide() {
         );
         // The other process has recorded nothing, and is told at its next admission.
         assert!(b.would_admit(0, now()), "its view is still closed");
-        let (adm, t) = b.admit_async(0, now()).await;
+        let (adm, t, _) = b.admit_async(0, now()).await;
         assert_eq!(adm, Admission::No);
         assert_eq!(t.unwrap().to, BreakerState::Open);
         assert!(!b.would_admit(0, now()) && b.reopens_at(0).is_some());
@@ -89,12 +92,13 @@ fn one_process_opens_the_upstream_for_all_and_probes_are_fleet_wide() {
         assert_eq!(b.admit_async(1, now()).await.0, Admission::Yes);
         // After openFor one probe goes, from one process only.
         tokio::time::sleep(Duration::from_millis(450)).await;
-        assert_eq!(b.admit_async(0, now()).await.0, Admission::Probe);
+        let (adm, _, probe) = b.admit_async(0, now()).await;
+        assert_eq!(adm, Admission::Probe);
         assert_eq!(a.admit_async(0, now()).await.0, Admission::No);
         assert_eq!(b.admit_async(0, now()).await.0, Admission::No);
         // A failed probe re-opens it for twice as long, for both.
         let t = b
-            .record_async(0, now(), Outcome::Unavailable, true)
+            .record_async(0, now(), Outcome::Unavailable, probe)
             .await
             .unwrap();
         assert_eq!((t.from, t.to), (BreakerState::HalfOpen, BreakerState::Open));
@@ -111,15 +115,17 @@ fn one_process_opens_the_upstream_for_all_and_probes_are_fleet_wide() {
         );
         tokio::time::sleep(Duration::from_millis(400)).await;
         // A cancelled probe gives its lease back; a good one closes it for all.
-        assert_eq!(a.admit_async(0, now()).await.0, Admission::Probe);
+        let (adm, _, probe) = a.admit_async(0, now()).await;
+        assert_eq!(adm, Admission::Probe);
         assert_eq!(
-            a.record_async(0, now(), Outcome::Cancelled, true).await,
+            a.record_async(0, now(), Outcome::Cancelled, probe).await,
             None
         );
-        assert_eq!(b.admit_async(0, now()).await.0, Admission::Probe);
-        let t = b.record_async(0, now(), Outcome::Ok, true).await.unwrap();
+        let (adm, _, probe) = b.admit_async(0, now()).await;
+        assert_eq!(adm, Admission::Probe);
+        let t = b.record_async(0, now(), Outcome::Ok, probe).await.unwrap();
         assert_eq!(t.to, BreakerState::Closed);
-        let (adm, t) = a.admit_async(0, now()).await;
+        let (adm, t, _) = a.admit_async(0, now()).await;
         assert_eq!(adm, Admission::Yes);
         assert_eq!(t.unwrap().to, BreakerState::Closed);
         // b saw it open twice (the first time and after its failed probe).
@@ -136,12 +142,12 @@ fn auth_and_invalid_model_force_the_upstream_open_for_the_fleet() {
         let e = exec(Duration::from_millis(100), 1);
         let (a, b, _) = two(&redis, "forced", &e).await;
         let t = a
-            .record_async(1, now(), Outcome::InvalidModel, false)
+            .record_async(1, now(), Outcome::InvalidModel, Hold::default())
             .await
             .unwrap();
         assert_eq!(t.to, BreakerState::ForcedOpen);
         tokio::time::sleep(Duration::from_millis(300)).await;
-        let (adm, t) = b.admit_async(1, now()).await;
+        let (adm, t, _) = b.admit_async(1, now()).await;
         assert_eq!(
             adm,
             Admission::No,
@@ -164,11 +170,12 @@ fn when_redis_dies_the_local_breakers_take_over_with_one_warning() {
     runtime().block_on(async {
         let e = exec(Duration::from_secs(60), 1);
         let (a, _b, seen) = two(&redis, "dies", &e).await;
-        a.record_async(0, now(), Outcome::Timeout, false).await;
+        a.record_async(0, now(), Outcome::Timeout, Hold::default())
+            .await;
         redis.kill();
         // The local breaker saw both outcomes: it opens on its own.
         let t = a
-            .record_async(0, now(), Outcome::Timeout, false)
+            .record_async(0, now(), Outcome::Timeout, Hold::default())
             .await
             .unwrap();
         assert_eq!(t.to, BreakerState::Open);
@@ -216,4 +223,47 @@ fn after_one_review_opens_a_hanging_primary_three_later_reviews_send_it_nothing(
     let (code, _, err) = run.review();
     assert_eq!(code, 0, "{err}");
     assert!(run.fake.requests_for("primary").len() > first);
+}
+
+/// A fleet that answers every admission and every record "closed" (well-formed, so the
+/// fleet stays in use): a bug, or whoever can write the namespace.
+const CLOSED_FOREVER: Misbehave = Misbehave::ByKeys(&[
+    (2, "*3\r\n$6\r\nclosed\r\n:0\r\n:0\r\n"),
+    (4, "*4\r\n$6\r\nclosed\r\n:0\r\n:0\r\n:0\r\n"),
+]);
+
+#[test]
+fn a_fleet_saying_closed_forever_cannot_keep_a_locally_opened_hanging_primary_in_use() {
+    let units = 8;
+    let run = FleetRun::new(units);
+    run.fake.script("primary", vec![Behavior::Hang]);
+    let redis = FakeRedis::start(CLOSED_FOREVER);
+    run.config(Some(&redis.url()), &[], "");
+    // One attempt at a time on the primary: each of its 700 ms timeouts is recorded
+    // before the next but one can be admitted.
+    let path = run.cfg.path().join("warden.toml");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let one = text.replacen("maxConcurrency = 4", "maxConcurrency = 1", 1);
+    std::fs::write(&path, one).unwrap();
+    let (code, v, err) = run.review();
+    assert_eq!(code, 0, "{err}");
+    let by_fallback = vec![("reviewed".to_string(), "fallback".to_string()); units];
+    assert_eq!(statuses(&v), by_fallback, "{v}");
+    // The fleet stayed in use (no warning) and was asked for every attempt.
+    assert_eq!(fleet_warnings(&err), 0, "{err}");
+    assert!(redis.scripts() >= units as u64, "{}", redis.scripts());
+    // minCalls = 2 timeouts open this process's own breaker; at most one more admission
+    // can slip in while the second timeout's permit is free and its outcome not yet
+    // recorded. Without the floor every unit's first attempt went to the primary (8).
+    let primary = run.fake.requests_for("primary").len();
+    assert!(
+        (2..=3).contains(&primary),
+        "{primary} requests reached the hanging primary: {err}"
+    );
+    let b = &v["routes"]["primary"]["breaker"];
+    assert_eq!(
+        (&b["state"], &b["opens"]),
+        (&"open".into(), &1.into()),
+        "{v}"
+    );
 }

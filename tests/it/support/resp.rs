@@ -1,7 +1,8 @@
 //! A fake Redis on 127.0.0.1 that answers a client's handshake (PING, AUTH, SELECT, CLIENT,
 //! HELLO) like a server and then misbehaves on every script call (EVALSHA / EVAL) as its
 //! [`Misbehave`] says: wrong types, absurd numbers, a drip, an endless bulk string, a
-//! connection closed mid-reply. It counts the script calls and the bytes it sent.
+//! connection closed mid-reply, or well-formed answers that lie. It counts the script
+//! calls and the bytes it sent.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -23,6 +24,9 @@ pub enum Misbehave {
     /// Echoes the password the client sent with AUTH in an error: to AUTH itself when
     /// `accept` is false, else to every script call.
     EchoPassword { accept: bool },
+    /// Well-formed answers, by the script's number of keys (a breaker's admission has 2,
+    /// its record 4): e.g. "closed", whatever happened; an error for any other script.
+    ByKeys(&'static [(usize, &'static str)]),
 }
 
 pub struct FakeRedis {
@@ -113,6 +117,16 @@ fn serve(conn: TcpStream, how: &Misbehave, scripts: &AtomicU64, sent: &AtomicU64
                 scripts.fetch_add(1, Ordering::SeqCst);
                 send(format!("-WRONGPASS not '{password}'\r\n").as_bytes())
             }
+            ("EVALSHA" | "EVAL", Misbehave::ByKeys(replies)) => {
+                scripts.fetch_add(1, Ordering::SeqCst);
+                let keys: usize = cmd.get(2).and_then(|n| n.parse().ok()).unwrap_or(0);
+                let reply = replies.iter().find(|(n, _)| *n == keys);
+                send(
+                    reply
+                        .map_or("-ERR no answer scripted\r\n", |(_, r)| r)
+                        .as_bytes(),
+                )
+            }
             ("EVALSHA" | "EVAL", _) => {
                 scripts.fetch_add(1, Ordering::SeqCst);
                 misbehave(how, &mut send)
@@ -141,6 +155,6 @@ fn misbehave(how: &Misbehave, send: &mut impl FnMut(&[u8]) -> bool) -> bool {
             send(&r.as_bytes()[..r.len() / 2]);
             false
         }
-        Misbehave::EchoPassword { .. } => unreachable!("answered in serve"),
+        Misbehave::EchoPassword { .. } | Misbehave::ByKeys(_) => unreachable!("answered in serve"),
     }
 }

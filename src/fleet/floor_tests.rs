@@ -1,0 +1,300 @@
+//! The floor's rule on tokio's paused clock, with the fleet's answers scripted (what
+//! `FleetBreakers` gets from Redis; the Redis side is tested in `tests/it/fleet_redis`).
+
+use super::*;
+use crate::config::BreakerSettings;
+use BreakerState::{Closed, ForcedOpen, HalfOpen, Open};
+use std::time::Duration;
+use tokio::time::advance;
+
+const OPEN_FOR: Duration = Duration::from_secs(30);
+
+/// Two attempts in the window open it; 30 s open; one probe.
+fn floor() -> Floor {
+    let cfg = BreakerSettings {
+        window: Duration::from_secs(120),
+        min_calls: 2,
+        failure_rate: 0.5,
+        open_for: OPEN_FOR,
+        half_open_probes: 1,
+    };
+    Floor::new(LocalBreakers::new(1, cfg, Instant::now()), 1)
+}
+
+fn fleet(admission: Admission, lease: Option<u64>) -> Option<FleetAnswer> {
+    Some(FleetAnswer {
+        admission,
+        lease,
+        transition: None,
+    })
+}
+
+/// The fleet's answer "closed" (it always says so: the hostile or broken case).
+fn closed() -> Option<FleetAnswer> {
+    fleet(Admission::Yes, None)
+}
+
+/// The fleet's view going from `from` to closed with this answer.
+fn reclosed(from: BreakerState) -> Option<FleetAnswer> {
+    Some(FleetAnswer {
+        admission: Admission::Yes,
+        lease: None,
+        transition: Some(Transition {
+            from,
+            to: Closed,
+            reason: "closed by the fleet (a probe succeeded)".into(),
+        }),
+    })
+}
+
+/// One whole admission: local's take, then (unless local refused) the fleet's answer.
+fn admit(f: &Floor, answer: Option<FleetAnswer>) -> (Admission, Hold) {
+    let now = Instant::now();
+    let take = f.take(0, now);
+    let answer = if take.refused() { None } else { answer };
+    let (a, hold, _) = f.admit(0, now, take, answer);
+    (a, hold)
+}
+
+fn record(f: &Floor, outcome: Outcome, hold: Hold) {
+    f.record(0, Instant::now(), outcome, hold);
+}
+
+/// Opens the local breaker with two timeouts of plain calls.
+fn open_locally(f: &Floor) {
+    record(f, Outcome::Timeout, Hold::default());
+    record(f, Outcome::Timeout, Hold::default());
+    assert_eq!(f.local.state(0), Open);
+}
+
+const LOCAL_PROBE: Hold = Hold {
+    local_probe: true,
+    lease: None,
+};
+
+#[tokio::test(start_paused = true)]
+async fn a_locally_open_route_is_not_admitted_while_the_fleet_says_closed() {
+    let f = floor();
+    assert_eq!(admit(&f, closed()), (Admission::Yes, Hold::default()));
+    open_locally(&f);
+    advance(OPEN_FOR - Duration::from_millis(1)).await;
+    assert!(!f.would_admit(0, Instant::now()));
+    assert_eq!(admit(&f, closed()), (Admission::No, Hold::default()));
+    assert_eq!(f.state(0, Some(Closed)), Open, "the more closed-off level");
+    // Nor does the fleet re-closing shorten the open period.
+    assert!(
+        f.fleet_said(
+            0,
+            Instant::now(),
+            reclosed(Open).unwrap().transition.as_ref()
+        )
+        .is_none()
+    );
+    assert_eq!(admit(&f, reclosed(Open)), (Admission::No, Hold::default()));
+}
+
+#[tokio::test(start_paused = true)]
+async fn half_open_locally_sends_its_probes_only_whatever_the_fleet_says() {
+    let f = floor();
+    open_locally(&f);
+    advance(OPEN_FOR).await;
+    // The fleet says closed: a local probe, a plain call for the fleet.
+    assert_eq!(admit(&f, closed()), (Admission::Probe, LOCAL_PROBE));
+    assert!(!f.would_admit(0, Instant::now()), "its one slot is out");
+    assert_eq!(admit(&f, closed()), (Admission::No, Hold::default()));
+    // The probe times out: open again, for twice as long.
+    record(&f, Outcome::Timeout, LOCAL_PROBE);
+    assert_eq!(f.local.state(0), Open);
+    advance(2 * OPEN_FOR - Duration::from_millis(1)).await;
+    assert_eq!(admit(&f, closed()), (Admission::No, Hold::default()));
+    advance(Duration::from_millis(1)).await;
+    assert_eq!(admit(&f, closed()), (Admission::Probe, LOCAL_PROBE));
+    // A good probe of its own closes it.
+    record(&f, Outcome::Ok, LOCAL_PROBE);
+    assert_eq!(f.local.state(0), Closed);
+    assert_eq!(admit(&f, closed()), (Admission::Yes, Hold::default()));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_fleet_no_or_a_cancelled_probe_gives_the_local_slot_back() {
+    let f = floor();
+    open_locally(&f);
+    advance(OPEN_FOR).await;
+    // The fleet is open (others saw failures): no, and the slot is free again.
+    assert_eq!(
+        admit(&f, fleet(Admission::No, None)),
+        (Admission::No, Hold::default())
+    );
+    assert!(f.would_admit(0, Instant::now()));
+    // The fleet grants a lease: a probe at both levels.
+    let both = Hold {
+        local_probe: true,
+        lease: Some(7),
+    };
+    assert_eq!(
+        admit(&f, fleet(Admission::Probe, Some(7))),
+        (Admission::Probe, both)
+    );
+    assert_eq!(
+        admit(&f, fleet(Admission::Probe, Some(8))),
+        (Admission::No, Hold::default())
+    );
+    // Cancelled: each level gets back what it gave (here the local slot), no verdict.
+    record(&f, Outcome::Cancelled, both);
+    assert_eq!(f.local.state(0), HalfOpen);
+    assert_eq!(admit(&f, closed()), (Admission::Probe, LOCAL_PROBE));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_fleet_probe_sent_while_local_was_closed_holds_off_local_probes_until_it_ends() {
+    let f = floor();
+    let fleet_only = Hold {
+        local_probe: false,
+        lease: Some(3),
+    };
+    assert_eq!(
+        admit(&f, fleet(Admission::Probe, Some(3))),
+        (Admission::Probe, fleet_only)
+    );
+    // It hangs; meanwhile this process's own calls open local, and openFor passes.
+    open_locally(&f);
+    advance(OPEN_FOR).await;
+    assert!(!f.would_admit(0, Instant::now()));
+    assert_eq!(admit(&f, closed()), (Admission::No, Hold::default()));
+    assert_eq!(f.local.state(0), HalfOpen, "its slot was given back");
+    // Its timeout is a late result for local (no verdict), and local may probe again.
+    record(&f, Outcome::Timeout, fleet_only);
+    assert_eq!(f.local.state(0), HalfOpen);
+    assert_eq!(admit(&f, closed()), (Admission::Probe, LOCAL_PROBE));
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_fleet_reclosing_closes_a_half_open_local_breaker_keeping_its_backoff() {
+    let f = floor();
+    open_locally(&f);
+    advance(OPEN_FOR).await;
+    assert_eq!(
+        admit(&f, fleet(Admission::No, None)),
+        (Admission::No, Hold::default())
+    );
+    // Another process's probe closed the fleet: local closes, gives up its slot, the
+    // attempt is a plain call.
+    assert_eq!(
+        admit(&f, reclosed(HalfOpen)),
+        (Admission::Yes, Hold::default())
+    );
+    assert_eq!(f.local.state(0), Closed);
+    // If the route fails again, local re-opens for longer than a fresh open.
+    open_locally(&f);
+    let opened = Instant::now();
+    assert_eq!(f.local.reopens_at(0), Some(opened + 2 * OPEN_FOR));
+    // A fleet that always said closed never re-closes anything.
+    advance(2 * OPEN_FOR).await;
+    assert_eq!(admit(&f, closed()), (Admission::Probe, LOCAL_PROBE));
+    assert_eq!(admit(&f, closed()), (Admission::No, Hold::default()));
+}
+
+#[tokio::test(start_paused = true)]
+async fn this_process_s_own_good_fleet_probe_clears_the_local_window() {
+    let f = floor();
+    record(&f, Outcome::Timeout, Hold::default());
+    let fleet_only = Hold {
+        local_probe: false,
+        lease: Some(1),
+    };
+    assert_eq!(
+        admit(&f, fleet(Admission::Probe, Some(1))),
+        (Admission::Probe, fleet_only)
+    );
+    record(&f, Outcome::Ok, fleet_only);
+    // The timeout before it is forgotten: one more is not two of two.
+    record(&f, Outcome::Timeout, Hold::default());
+    assert_eq!(f.local.state(0), Closed);
+    // A failed fleet probe is an ordinary failure for local.
+    assert_eq!(
+        admit(&f, fleet(Admission::Probe, Some(2))),
+        (
+            Admission::Probe,
+            Hold {
+                lease: Some(2),
+                ..fleet_only
+            }
+        )
+    );
+    record(
+        &f,
+        Outcome::Timeout,
+        Hold {
+            lease: Some(2),
+            ..fleet_only
+        },
+    );
+    assert_eq!(f.local.state(0), Open);
+}
+
+#[tokio::test(start_paused = true)]
+async fn forced_open_locally_stays_forced_open() {
+    let f = floor();
+    record(&f, Outcome::Auth, Hold::default());
+    assert_eq!(f.local.state(0), ForcedOpen);
+    advance(Duration::from_secs(3600)).await;
+    assert!(
+        f.fleet_said(
+            0,
+            Instant::now(),
+            reclosed(Open).unwrap().transition.as_ref()
+        )
+        .is_none()
+    );
+    assert_eq!(admit(&f, closed()), (Admission::No, Hold::default()));
+    assert_eq!(f.state(0, Some(Closed)), ForcedOpen);
+    let reopen = reopen((ForcedOpen, None), (Some(Open), Some(Instant::now())));
+    assert_eq!(reopen, None, "never");
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_engine_is_shown_the_more_closed_off_level_once_per_change() {
+    assert_eq!(combine(Closed, Some(HalfOpen)), HalfOpen);
+    assert_eq!(combine(HalfOpen, Some(Open)), Open);
+    assert_eq!(combine(Open, Some(HalfOpen)), Open);
+    assert_eq!(combine(Open, Some(ForcedOpen)), ForcedOpen);
+    assert_eq!(combine(HalfOpen, None), HalfOpen);
+    let t0 = Instant::now();
+    let (soon, later) = (t0 + OPEN_FOR, t0 + 2 * OPEN_FOR);
+    assert_eq!(
+        reopen((Open, Some(soon)), (Some(Open), Some(later))),
+        Some(later)
+    );
+    assert_eq!(
+        reopen((Open, Some(later)), (Some(Closed), None)),
+        Some(later)
+    );
+    assert_eq!(
+        reopen((HalfOpen, None), (Some(Open), Some(soon))),
+        Some(soon)
+    );
+    assert_eq!(reopen((Closed, None), (None, None)), None);
+
+    let f = floor();
+    let level = |to, reason: &str| Transition {
+        from: Closed,
+        to,
+        reason: reason.into(),
+    };
+    assert_eq!(f.show(0, Some(Closed), vec![]), None);
+    // The fleet opened it (its reason); then local opens too: nothing new to show.
+    let t = f.show(0, Some(Open), vec![level(Open, "fleet")]).unwrap();
+    assert_eq!((t.from, t.to, t.reason.as_str()), (Closed, Open, "fleet"));
+    open_locally(&f);
+    assert_eq!(f.show(0, Some(Open), vec![level(Open, "local")]), None);
+    // The fleet closes while local stays open: still open, nothing to show.
+    assert_eq!(f.show(0, Some(Closed), vec![level(Closed, "fleet")]), None);
+    advance(OPEN_FOR).await;
+    assert_eq!(admit(&f, closed()).0, Admission::Probe);
+    let t = f.show(0, Some(Closed), vec![]).unwrap();
+    assert_eq!((t.from, t.to), (Open, HalfOpen));
+    assert_eq!(
+        t.reason,
+        "this process's breaker is half_open, the fleet's is closed"
+    );
+}
