@@ -72,6 +72,30 @@ const LOCAL_PROBE: Hold = Hold {
     lease: None,
 };
 
+/// Not admitted, nothing held.
+const REFUSED: (Admission, Hold) = (
+    Admission::No,
+    Hold {
+        local_probe: false,
+        lease: None,
+    },
+);
+
+/// A fleet probe (lease `n`) that holds no local slot.
+fn fleet_only(n: u64) -> Hold {
+    Hold {
+        local_probe: false,
+        lease: Some(n),
+    }
+}
+
+/// Opens local, lets `openFor` pass, and has the fleet (open) refuse the first probe.
+async fn half_open_after_a_fleet_no(f: &Floor) {
+    open_locally(f);
+    advance(OPEN_FOR).await;
+    assert_eq!(admit(f, fleet(Admission::No, None)), REFUSED);
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_locally_open_route_is_not_admitted_while_the_fleet_says_closed() {
     let f = floor();
@@ -79,7 +103,7 @@ async fn a_locally_open_route_is_not_admitted_while_the_fleet_says_closed() {
     open_locally(&f);
     advance(OPEN_FOR - Duration::from_millis(1)).await;
     assert!(!f.would_admit(0, Instant::now()));
-    assert_eq!(admit(&f, closed()), (Admission::No, Hold::default()));
+    assert_eq!(admit(&f, closed()), REFUSED);
     assert_eq!(f.state(0, Some(Closed)), Open, "the more closed-off level");
     // Nor does the fleet re-closing shorten the open period.
     assert!(
@@ -90,7 +114,7 @@ async fn a_locally_open_route_is_not_admitted_while_the_fleet_says_closed() {
         )
         .is_none()
     );
-    assert_eq!(admit(&f, reclosed(Open)), (Admission::No, Hold::default()));
+    assert_eq!(admit(&f, reclosed(Open)), REFUSED);
 }
 
 #[tokio::test(start_paused = true)]
@@ -101,12 +125,12 @@ async fn half_open_locally_sends_its_probes_only_whatever_the_fleet_says() {
     // The fleet says closed: a local probe, a plain call for the fleet.
     assert_eq!(admit(&f, closed()), (Admission::Probe, LOCAL_PROBE));
     assert!(!f.would_admit(0, Instant::now()), "its one slot is out");
-    assert_eq!(admit(&f, closed()), (Admission::No, Hold::default()));
+    assert_eq!(admit(&f, closed()), REFUSED);
     // The probe times out: open again, for twice as long.
     record(&f, Outcome::Timeout, LOCAL_PROBE);
     assert_eq!(f.local.state(0), Open);
     advance(2 * OPEN_FOR - Duration::from_millis(1)).await;
-    assert_eq!(admit(&f, closed()), (Admission::No, Hold::default()));
+    assert_eq!(admit(&f, closed()), REFUSED);
     advance(Duration::from_millis(1)).await;
     assert_eq!(admit(&f, closed()), (Admission::Probe, LOCAL_PROBE));
     // A good probe of its own closes it.
@@ -118,13 +142,8 @@ async fn half_open_locally_sends_its_probes_only_whatever_the_fleet_says() {
 #[tokio::test(start_paused = true)]
 async fn a_fleet_no_or_a_cancelled_probe_gives_the_local_slot_back() {
     let f = floor();
-    open_locally(&f);
-    advance(OPEN_FOR).await;
     // The fleet is open (others saw failures): no, and the slot is free again.
-    assert_eq!(
-        admit(&f, fleet(Admission::No, None)),
-        (Admission::No, Hold::default())
-    );
+    half_open_after_a_fleet_no(&f).await;
     assert!(f.would_admit(0, Instant::now()));
     // The fleet grants a lease: a probe at both levels.
     let both = Hold {
@@ -135,10 +154,7 @@ async fn a_fleet_no_or_a_cancelled_probe_gives_the_local_slot_back() {
         admit(&f, fleet(Admission::Probe, Some(7))),
         (Admission::Probe, both)
     );
-    assert_eq!(
-        admit(&f, fleet(Admission::Probe, Some(8))),
-        (Admission::No, Hold::default())
-    );
+    assert_eq!(admit(&f, fleet(Admission::Probe, Some(8))), REFUSED);
     // Cancelled: each level gets back what it gave (here the local slot), no verdict.
     record(&f, Outcome::Cancelled, both);
     assert_eq!(f.local.state(0), HalfOpen);
@@ -148,22 +164,19 @@ async fn a_fleet_no_or_a_cancelled_probe_gives_the_local_slot_back() {
 #[tokio::test(start_paused = true)]
 async fn a_fleet_probe_sent_while_local_was_closed_holds_off_local_probes_until_it_ends() {
     let f = floor();
-    let fleet_only = Hold {
-        local_probe: false,
-        lease: Some(3),
-    };
+    let probe = fleet_only(3);
     assert_eq!(
         admit(&f, fleet(Admission::Probe, Some(3))),
-        (Admission::Probe, fleet_only)
+        (Admission::Probe, probe)
     );
     // It hangs; meanwhile this process's own calls open local, and openFor passes.
     open_locally(&f);
     advance(OPEN_FOR).await;
     assert!(!f.would_admit(0, Instant::now()));
-    assert_eq!(admit(&f, closed()), (Admission::No, Hold::default()));
+    assert_eq!(admit(&f, closed()), REFUSED);
     assert_eq!(f.local.state(0), HalfOpen, "its slot was given back");
     // Its timeout is a late result for local (no verdict), and local may probe again.
-    record(&f, Outcome::Timeout, fleet_only);
+    record(&f, Outcome::Timeout, probe);
     assert_eq!(f.local.state(0), HalfOpen);
     assert_eq!(admit(&f, closed()), (Admission::Probe, LOCAL_PROBE));
 }
@@ -171,12 +184,7 @@ async fn a_fleet_probe_sent_while_local_was_closed_holds_off_local_probes_until_
 #[tokio::test(start_paused = true)]
 async fn the_fleet_reclosing_closes_a_half_open_local_breaker_keeping_its_backoff() {
     let f = floor();
-    open_locally(&f);
-    advance(OPEN_FOR).await;
-    assert_eq!(
-        admit(&f, fleet(Admission::No, None)),
-        (Admission::No, Hold::default())
-    );
+    half_open_after_a_fleet_no(&f).await;
     // Another process's probe closed the fleet: local closes, gives up its slot, the
     // attempt is a plain call.
     assert_eq!(
@@ -191,44 +199,28 @@ async fn the_fleet_reclosing_closes_a_half_open_local_breaker_keeping_its_backof
     // A fleet that always said closed never re-closes anything.
     advance(2 * OPEN_FOR).await;
     assert_eq!(admit(&f, closed()), (Admission::Probe, LOCAL_PROBE));
-    assert_eq!(admit(&f, closed()), (Admission::No, Hold::default()));
+    assert_eq!(admit(&f, closed()), REFUSED);
 }
 
 #[tokio::test(start_paused = true)]
 async fn this_process_s_own_good_fleet_probe_clears_the_local_window() {
     let f = floor();
     record(&f, Outcome::Timeout, Hold::default());
-    let fleet_only = Hold {
-        local_probe: false,
-        lease: Some(1),
-    };
+    let probe = fleet_only(1);
     assert_eq!(
         admit(&f, fleet(Admission::Probe, Some(1))),
-        (Admission::Probe, fleet_only)
+        (Admission::Probe, probe)
     );
-    record(&f, Outcome::Ok, fleet_only);
+    record(&f, Outcome::Ok, probe);
     // The timeout before it is forgotten: one more is not two of two.
     record(&f, Outcome::Timeout, Hold::default());
     assert_eq!(f.local.state(0), Closed);
     // A failed fleet probe is an ordinary failure for local.
     assert_eq!(
         admit(&f, fleet(Admission::Probe, Some(2))),
-        (
-            Admission::Probe,
-            Hold {
-                lease: Some(2),
-                ..fleet_only
-            }
-        )
+        (Admission::Probe, fleet_only(2))
     );
-    record(
-        &f,
-        Outcome::Timeout,
-        Hold {
-            lease: Some(2),
-            ..fleet_only
-        },
-    );
+    record(&f, Outcome::Timeout, fleet_only(2));
     assert_eq!(f.local.state(0), Open);
 }
 
@@ -246,7 +238,7 @@ async fn forced_open_locally_stays_forced_open() {
         )
         .is_none()
     );
-    assert_eq!(admit(&f, closed()), (Admission::No, Hold::default()));
+    assert_eq!(admit(&f, closed()), REFUSED);
     assert_eq!(f.state(0, Some(Closed)), ForcedOpen);
     let reopen = reopen((ForcedOpen, None), (Some(Open), Some(Instant::now())));
     assert_eq!(reopen, None, "never");
