@@ -6,7 +6,7 @@
 use super::Beside;
 use super::raw::S;
 use super::resolve::Ctx;
-use super::settings::CaCert;
+use super::route_settings::CaCert;
 use crate::error::Error;
 use std::path::{Path, PathBuf};
 

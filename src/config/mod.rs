@@ -8,12 +8,14 @@ mod overrides;
 mod policy;
 mod raw;
 mod resolve;
+mod route_settings;
 mod routes;
 mod settings;
 mod skills;
 
 pub use overrides::{Overrides, SIM_SCALE};
 pub use policy::Thresholds;
+pub use route_settings::*;
 pub use settings::*;
 
 use crate::error::{Error, Result};

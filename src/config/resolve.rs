@@ -2,6 +2,7 @@
 //! the offending value and says what is expected instead.
 
 use super::raw::{RawBreaker, RawChunking, RawConfig, RawDefaults, RawExecution, S};
+use super::route_settings::*;
 use super::routes::{resolve_routes, route_from_selector};
 use super::settings::*;
 use super::skills::{output_thresholds, resolve_skills, resolve_triggers};

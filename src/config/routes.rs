@@ -3,7 +3,7 @@
 
 use super::raw::{RawRoute, S};
 use super::resolve::Ctx;
-use super::settings::*;
+use super::route_settings::*;
 use crate::error::Error;
 
 /// Resolves the routes in file order (= failover order); names are unique.

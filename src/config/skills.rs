@@ -5,6 +5,7 @@
 
 use super::raw::{RawFilters, RawOutput, RawSkill, RawTrigger, S};
 use super::resolve::Ctx;
+use super::route_settings::Route;
 use super::settings::*;
 use crate::error::Error;
 use crate::severity::{FailOn, Severity};

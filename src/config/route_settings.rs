@@ -1,0 +1,186 @@
+//! A route's validated settings: the wire it speaks, its model, key variable, endpoint,
+//! caps, prices and simulator options (what `[[routes]]` resolves to).
+
+use std::path::PathBuf;
+
+/// The wire a route speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProviderKind {
+    /// OpenAI Chat Completions.
+    OpenAi,
+    /// OpenRouter (the OpenAI wire).
+    OpenRouter,
+    /// Anthropic Messages.
+    Anthropic,
+    /// A LiteLLM proxy (OpenAI wire format) asked not to retry or fall back on its own.
+    LiteLlm,
+    /// The built-in simulator.
+    Sim,
+}
+
+/// One configured (provider, model, endpoint, key) in failover order. Holds the *name*
+/// of the key's environment variable, never the key.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Route {
+    /// Its name (unique; failover order is file order).
+    pub name: String,
+    /// The wire it speaks.
+    pub provider: ProviderKind,
+    /// The model asked for.
+    pub model: String,
+    /// The variable its key is read from.
+    pub api_key_env: Option<String>,
+    /// Its bulkhead size.
+    pub max_concurrency: usize,
+    /// Server-sent events (false: one JSON answer).
+    pub stream: bool,
+    /// Its endpoint, when not the provider's own.
+    pub base_url: Option<String>,
+    /// The answer's token cap sent with each request.
+    pub max_tokens: u32,
+    /// `caCert`: CA certificates trusted for this route, beside the built-in and
+    /// system roots (a private CA, a TLS-inspecting proxy).
+    pub ca_cert: Option<CaCert>,
+    /// Options of the `sim` provider.
+    pub sim: SimOptions,
+    /// Under `routing = "spillover"`, whether new units may take this route's free
+    /// permits (false: it serves only failovers).
+    pub spill: bool,
+    /// USD per million input / output tokens, when configured.
+    pub prices: Option<Prices>,
+    /// `fleetMaxConcurrency`: attempts in flight across every process of the fleet.
+    pub fleet_max_concurrency: Option<usize>,
+}
+
+/// A route's prices, USD per million tokens.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Prices {
+    /// USD per million input (prompt) tokens.
+    pub input: f64,
+    /// USD per million output (completion) tokens.
+    pub output: f64,
+}
+
+impl Prices {
+    /// The cost of an exchange of `input` and `output` tokens, in USD.
+    pub fn cost(&self, input: u64, output: u64) -> f64 {
+        (input as f64 * self.input + output as f64 * self.output) / 1_000_000.0
+    }
+}
+
+/// A route's `caCert` file, read and checked when the config is loaded.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CaCert {
+    /// Where it was read from (relative paths are relative to the config file).
+    pub path: PathBuf,
+    /// The certificates, DER-encoded, each usable as a trust anchor.
+    pub der: Vec<Vec<u8>>,
+}
+
+/// Options of the built-in `sim` provider (ignored by the others).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SimOptions {
+    /// The latency profile (see `provider::sim::PROFILES`).
+    pub profile: String,
+    /// How many times faster than real time it plays.
+    pub time_scale: f64,
+    /// The seed of its draws.
+    pub seed: u64,
+}
+
+impl Default for SimOptions {
+    fn default() -> Self {
+        SimOptions {
+            profile: "healthy".into(),
+            time_scale: 60.0,
+            seed: 1,
+        }
+    }
+}
+
+/// The answer's token cap when a route names none.
+pub const DEFAULT_MAX_TOKENS: u32 = 4096;
+
+impl Route {
+    /// A route with every optional setting at its default: the provider's usual key
+    /// variable, streaming, the provider's endpoint, [`DEFAULT_MAX_TOKENS`].
+    pub fn new(name: &str, provider: ProviderKind, model: &str, max_concurrency: usize) -> Route {
+        Route {
+            name: name.into(),
+            provider,
+            model: model.into(),
+            api_key_env: provider.default_key_env().map(str::to_string),
+            max_concurrency,
+            stream: true,
+            base_url: None,
+            max_tokens: DEFAULT_MAX_TOKENS,
+            ca_cert: None,
+            sim: SimOptions::default(),
+            spill: true,
+            prices: None,
+            fleet_max_concurrency: None,
+        }
+    }
+
+    /// A route on the built-in simulator.
+    pub fn sim(
+        name: &str,
+        profile: &str,
+        time_scale: f64,
+        seed: u64,
+        max_concurrency: usize,
+    ) -> Route {
+        Route {
+            sim: SimOptions {
+                profile: profile.into(),
+                time_scale,
+                seed,
+            },
+            ..Route::new(
+                name,
+                ProviderKind::Sim,
+                &format!("sim-{profile}"),
+                max_concurrency,
+            )
+        }
+    }
+}
+
+impl ProviderKind {
+    /// The provider names, as messages list them.
+    pub const NAMES: &'static str = "openai, openrouter, anthropic, litellm, sim";
+
+    /// The kind named `s` in a config.
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "openai" => Some(ProviderKind::OpenAi),
+            "openrouter" => Some(ProviderKind::OpenRouter),
+            "anthropic" => Some(ProviderKind::Anthropic),
+            "litellm" => Some(ProviderKind::LiteLlm),
+            "sim" => Some(ProviderKind::Sim),
+            _ => None,
+        }
+    }
+
+    /// The kind as configs and reports spell it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ProviderKind::OpenAi => "openai",
+            ProviderKind::OpenRouter => "openrouter",
+            ProviderKind::Anthropic => "anthropic",
+            ProviderKind::LiteLlm => "litellm",
+            ProviderKind::Sim => "sim",
+        }
+    }
+
+    /// The conventional key variable, used when a route names none.
+    pub fn default_key_env(self) -> Option<&'static str> {
+        match self {
+            ProviderKind::OpenAi => Some("OPENAI_API_KEY"),
+            ProviderKind::OpenRouter => Some("OPENROUTER_API_KEY"),
+            ProviderKind::Anthropic => Some("ANTHROPIC_API_KEY"),
+            ProviderKind::LiteLlm => Some("LITELLM_API_KEY"),
+            ProviderKind::Sim => None,
+        }
+    }
+}
