@@ -4,6 +4,7 @@
 //! Time comes from tokio's clock, so tests run the engine deterministically on a paused
 //! clock against in-process providers. The engine prints nothing; it emits [`Event`]s.
 
+mod admission;
 mod aggregate;
 pub mod breaker;
 pub mod breakers;

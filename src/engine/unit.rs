@@ -1,25 +1,26 @@
 //! One unit's life, read against DESIGN.md section 4. The engine is the one retry owner:
-//! it chooses a route that admits calls ([`RoutePicker`](super::RoutePicker)), takes its
-//! permit ([`Bulkhead`](super::Bulkhead)), makes one attempt under nested deadlines, and
-//! after a failure asks the [`RetryPolicy`](super::RetryPolicy) whether another attempt
-//! follows. Every unit ends with exactly one status (section 5).
+//! it chooses a route that admits calls and takes its permit (`admission.rs`, over the
+//! [`RoutePicker`](super::RoutePicker) and the [`Bulkhead`](super::Bulkhead)), makes one
+//! attempt under nested deadlines, and after a failure asks the
+//! [`RetryPolicy`](super::RetryPolicy) whether another attempt follows. Every unit ends
+//! with exactly one status (section 5).
 
-use super::breaker::{Admission, BreakerState, Transition};
+use super::admission::acquire;
+use super::breaker::{BreakerState, Transition};
 use super::breakers::Hold;
-use super::bulkhead::{AnyWaited, Permit, Wake, wait_for_any_permit};
+use super::bulkhead::Permit;
 use super::clock::deadline_after;
-use super::cost::{self, Refusal, Reservation};
+use super::cost::{self, Reservation};
 use super::events::{AttemptReason, Event};
 use super::outcome::{AttemptLog, Move, UnitResult, UnitStatus};
 use super::retry::Stop;
-use super::route_picker::{OrderInput, Pick};
 use super::{Shared, UnitInfo};
 use crate::findings::Extracted;
 use crate::provider::{AttemptRecord, AttemptRequest, Outcome};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
-use tokio::time::{Instant, sleep_until};
+use tokio::time::Instant;
 
 /// Runs one unit to its end; its result goes out as `UnitFinished`.
 pub(super) async fn run(sh: &Shared<'_>, index: usize, work: &UnitInfo) {
@@ -79,36 +80,36 @@ pub(super) async fn run(sh: &Shared<'_>, index: usize, work: &UnitInfo) {
 }
 
 /// The last failed attempt, which shapes the next one.
-struct LastFailure {
-    route: usize,
-    reason: String,
-    retry_after: Option<Duration>,
+pub(super) struct LastFailure {
+    pub(super) route: usize,
+    pub(super) reason: String,
+    pub(super) retry_after: Option<Duration>,
 }
 
 /// A route chosen for the next attempt, with its permit held.
-struct Slot {
-    route: usize,
-    permit: Permit,
+pub(super) struct Slot {
+    pub(super) route: usize,
+    pub(super) permit: Permit,
     /// What the breakers reserved for it (given back with its outcome).
-    hold: Hold,
-    breaker: BreakerState,
-    reason: AttemptReason,
+    pub(super) hold: Hold,
+    pub(super) breaker: BreakerState,
+    pub(super) reason: AttemptReason,
     /// The attempt's share of the cost budget, settled with its real cost.
-    reservation: Reservation,
+    pub(super) reservation: Reservation,
 }
 
 /// A unit in flight: its result so far, its hunk deadline once started, its last failure.
-struct UnitRun<'w> {
-    work: &'w UnitInfo,
-    result: UnitResult,
-    hunk_end: Option<Instant>,
-    last: Option<LastFailure>,
+pub(super) struct UnitRun<'w> {
+    pub(super) work: &'w UnitInfo,
+    pub(super) result: UnitResult,
+    pub(super) hunk_end: Option<Instant>,
+    pub(super) last: Option<LastFailure>,
     /// It waited for an open breaker to half-open (a first attempt may).
-    waited_for_open_routes: bool,
+    pub(super) waited_for_open_routes: bool,
 }
 
 impl<'w> UnitRun<'w> {
-    fn new(index: usize, work: &'w UnitInfo) -> Self {
+    pub(super) fn new(index: usize, work: &'w UnitInfo) -> Self {
         UnitRun {
             work,
             result: UnitResult {
@@ -129,18 +130,18 @@ impl<'w> UnitRun<'w> {
         }
     }
 
-    fn index(&self) -> usize {
+    pub(super) fn index(&self) -> usize {
         self.result.unit
     }
 
     /// Waits end at the hunk deadline once the unit started, else at the review deadline.
-    fn wait_until(&self, review_deadline: Instant) -> Instant {
+    pub(super) fn wait_until(&self, review_deadline: Instant) -> Instant {
         self.hunk_end
             .map_or(review_deadline, |h| h.min(review_deadline))
     }
 
     /// Why the unit stops when the review budget ran out or the run was interrupted.
-    fn stop_on_cancel(&self, sh: &Shared) -> Stop {
+    pub(super) fn stop_on_cancel(&self, sh: &Shared) -> Stop {
         if self.hunk_end.is_some() {
             cancelled(sh)
         } else if self.waited_for_open_routes {
@@ -151,7 +152,7 @@ impl<'w> UnitRun<'w> {
     }
 
     /// Records that an attempt goes to `route` (and the move, if it changed).
-    fn note_route(&mut self, route: &str) {
+    pub(super) fn note_route(&mut self, route: &str) {
         let r = &mut self.result;
         if let Some(prev) = r.routes_tried.last()
             && prev != route
@@ -169,7 +170,7 @@ impl<'w> UnitRun<'w> {
         r.routes_tried.push(route.to_string());
     }
 
-    fn reviewed(mut self, sh: &Shared, route: &str, ex: Extracted) {
+    pub(super) fn reviewed(mut self, sh: &Shared, route: &str, ex: Extracted) {
         self.result.findings = ex.findings;
         self.result.dropped_findings = ex.dropped_out_of_range + ex.dropped_invalid;
         self.result.route = Some(route.to_string());
@@ -179,7 +180,7 @@ impl<'w> UnitRun<'w> {
         );
     }
 
-    fn finish(mut self, sh: &Shared, stop: Stop) {
+    pub(super) fn finish(mut self, sh: &Shared, stop: Stop) {
         self.result.status = stop.status;
         self.result.reason = stop.reason;
         emit_finished(sh, self.result);
@@ -276,322 +277,6 @@ async fn attempt(
     (record, extracted)
 }
 
-/// Chooses a route that admits calls and takes one of its permits; waits count against
-/// the review budget (and the hunk budget once the unit has started).
-async fn acquire(sh: &Shared<'_>, u: &mut UnitRun<'_>) -> Result<Slot, Stop> {
-    let until = u.wait_until(sh.review_deadline);
-    let mut announced = false;
-    loop {
-        // Enabled before choosing, so a breaker change during the choice is not missed.
-        let changed = sh.engine.changed.notified();
-        tokio::pin!(changed);
-        changed.as_mut().enable();
-        if sh.cancel.is_cancelled() {
-            return Err(u.stop_on_cancel(sh));
-        }
-        let allowed = if u.work.routes.is_empty() {
-            &sh.engine.all_routes
-        } else {
-            &u.work.routes
-        };
-        let input = OrderInput {
-            allowed,
-            last_failed: u.last.as_ref().map(|l| l.route),
-        };
-        let now = Instant::now();
-        let (route, preferred_reopen, spill) =
-            match sh.engine.picker.pick(&*sh.engine.breakers, input, now) {
-                Pick::Route {
-                    route,
-                    passed_over,
-                    preferred_reopen,
-                    spill,
-                } => {
-                    passed_over_events(sh, u.index(), &passed_over);
-                    (route, preferred_reopen, spill)
-                }
-                Pick::NoneAdmits { reopen } => {
-                    wait_for_reopen(sh, u, reopen, until, changed).await?;
-                    continue;
-                }
-            };
-        let Some(reason) = reason_for(sh, u, route, until, &mut announced).await? else {
-            continue;
-        };
-        let wake = Wake {
-            changed,
-            preferred_reopen,
-            until,
-            cancel: &sh.cancel,
-        };
-        // Ordered: this route's permit. Spillover: the first free one of this route and
-        // the later routes that take spillover, else whichever frees first.
-        let candidates: Vec<usize> = std::iter::once(route).chain(spill).collect();
-        let (route, permit) = match wait_for_any_permit(
-            &*sh.engine.bulkhead,
-            &candidates,
-            u.hunk_end.is_none(),
-            wake,
-        )
-        .await
-        {
-            AnyWaited::Permit(r, p) => (r, p),
-            AnyWaited::Rechoose => continue,
-            AnyWaited::Expired if sh.budget_spent(Instant::now()) => {
-                return Err(u.stop_on_cancel(sh));
-            }
-            AnyWaited::Expired if u.hunk_end.is_some() => {
-                return Err(Stop::new(
-                    UnitStatus::TimedOut,
-                    "the hunk budget ran out waiting for a route's concurrency permit",
-                ));
-            }
-            AnyWaited::Expired => return Err(not_started(sh)),
-        };
-        match admit(sh, u, route, permit, reason).await? {
-            Admitted::Slot(slot) => return Ok(slot),
-            Admitted::Rechoose => continue,
-            Admitted::CostInFlight => wait_for_settlement(sh, until).await,
-        }
-    }
-}
-
-/// What [`admit`] decided.
-enum Admitted {
-    /// The attempt may start.
-    Slot(Slot),
-    /// Choose the route again (cancelled, or the breaker said no).
-    Rechoose,
-    /// The cost budget is held by attempts in flight: wait for one to settle.
-    CostInFlight,
-}
-
-/// Why the cost budget did not let an attempt start.
-enum CostWait {
-    /// Spend so far leaves no room: the unit ends.
-    Stop(Stop),
-    /// Reservations of attempts in flight are in the way; one may settle lower.
-    InFlight,
-}
-
-/// Rule of `[execution] costBudget`: sets this attempt's estimate aside, or says why not.
-/// A unit not started for cost is `skipped`; a started one that cannot afford a further
-/// attempt is `unavailable`.
-fn reserve_cost(sh: &Shared, u: &UnitRun, route: usize) -> Result<Reservation, CostWait> {
-    let budget = &sh.engine.cost;
-    let r = &sh.engine.routes[route];
-    let chars = u.work.prompt.chars();
-    let estimate =
-        r.observed
-            .lock()
-            .expect("observed usage")
-            .estimate(chars, r.prices, r.max_tokens);
-    budget.reserve(estimate).map_err(|refusal| match refusal {
-        Refusal::InFlight => CostWait::InFlight,
-        Refusal::Spent {
-            spent,
-            estimate,
-            limit,
-        } => {
-            let why = format!(
-                "cost budget: ${spent:.4} spent and this attempt on {} is estimated at ${estimate:.4}, past the ${limit:.2} costBudget",
-                r.name
-            );
-            let status = if u.hunk_end.is_some() {
-                UnitStatus::Unavailable
-            } else {
-                UnitStatus::Skipped
-            };
-            CostWait::Stop(Stop::new(status, why))
-        }
-    })
-}
-
-/// Waits until an attempt in flight settles its reservation (or the budget ends).
-async fn wait_for_settlement(sh: &Shared<'_>, until: Instant) {
-    let settled = sh.engine.cost.settled.notified();
-    tokio::select! {
-        biased;
-        _ = sh.cancel.cancelled() => {}
-        _ = settled => {}
-        _ = sleep_until(until) => {}
-    }
-}
-
-/// With a permit in hand: the last checks before an attempt starts (budget, shedding,
-/// the half-budget rule), then the breaker's admission. `Ok(None)`: choose again.
-async fn admit(
-    sh: &Shared<'_>,
-    u: &UnitRun<'_>,
-    route: usize,
-    permit: Permit,
-    reason: AttemptReason,
-) -> Result<Admitted, Stop> {
-    let now = Instant::now();
-    if sh.cancel.is_cancelled() {
-        return Ok(Admitted::Rechoose); // reported at the top of the loop
-    }
-    if sh.budget_spent(now) {
-        return Err(u.stop_on_cancel(sh));
-    }
-    let started = u.hunk_end.is_some();
-    if let Some(stop) = sh
-        .shedder
-        .shed(u.work.optional, started, sh.review_remaining(now))
-    {
-        return Err(stop);
-    }
-    if let Some(h) = u.hunk_end {
-        let left = h.saturating_duration_since(now);
-        sh.retry.half_left(left, "after waiting for a permit")?;
-    }
-    let reservation = match reserve_cost(sh, u, route) {
-        Ok(r) => r,
-        Err(CostWait::Stop(stop)) => return Err(stop),
-        Err(CostWait::InFlight) => return Ok(Admitted::CostInFlight),
-    };
-    let breakers = &sh.engine.breakers;
-    let (admission, transition, hold) = breakers.admit_async(route, now).await;
-    if let Some(t) = transition {
-        announce(sh, &sh.engine.routes[route].name, t);
-    }
-    Ok(match admission {
-        Admission::No => {
-            sh.engine.cost.settle(reservation, None);
-            Admitted::Rechoose
-        }
-        Admission::Yes | Admission::Probe => Admitted::Slot(Slot {
-            route,
-            permit,
-            hold,
-            breaker: breakers.state(route),
-            reason,
-            reservation,
-        }),
-    })
-}
-
-/// Why the next attempt is made (first, retry, failover), announcing a retry or failover
-/// once. A retry of the same route sleeps on a Retry-After only when half the hunk
-/// budget is left after it (rule 6). `Ok(None)`: cancelled while sleeping, choose again.
-async fn reason_for(
-    sh: &Shared<'_>,
-    u: &UnitRun<'_>,
-    route: usize,
-    until: Instant,
-    announced: &mut bool,
-) -> Result<Option<AttemptReason>, Stop> {
-    let Some(l) = &u.last else {
-        return Ok(Some(AttemptReason::First));
-    };
-    let to = &sh.engine.routes[route].name;
-    if route != l.route {
-        let from = sh.engine.routes[l.route].name.clone();
-        if !std::mem::replace(announced, true) {
-            sh.sink.emit(Event::Failover {
-                unit: u.index(),
-                from: from.clone(),
-                to: to.clone(),
-                reason: l.reason.clone(),
-            });
-        }
-        let after = l.reason.clone();
-        return Ok(Some(AttemptReason::Failover { from, after }));
-    }
-    let wait = l.retry_after.unwrap_or(Duration::ZERO);
-    let hunk_remaining = until.saturating_duration_since(Instant::now());
-    if !wait.is_zero() && !sh.retry.retry_after_fits(wait, hunk_remaining) {
-        return Err(Stop::new(
-            UnitStatus::Unavailable,
-            format!(
-                "rate limited with Retry-After {}, more than the hunk budget allows ({} left), and no other route admits calls",
-                crate::config::format_duration(wait),
-                crate::config::format_duration(hunk_remaining),
-            ),
-        ));
-    }
-    if !std::mem::replace(announced, true) {
-        sh.sink.emit(Event::Retry {
-            unit: u.index(),
-            route: to.clone(),
-            reason: l.reason.clone(),
-            wait,
-        });
-        if !wait.is_zero() {
-            tokio::select! {
-                biased;
-                _ = sh.cancel.cancelled() => return Ok(None),
-                _ = tokio::time::sleep(wait) => {}
-            }
-        }
-    }
-    let after = l.reason.clone();
-    Ok(Some(AttemptReason::Retry { after }))
-}
-
-/// No route admits calls. A first attempt waits, within its budget, for an open breaker
-/// to half-open; a further attempt does not wait (the unit is unavailable now).
-async fn wait_for_reopen(
-    sh: &Shared<'_>,
-    u: &mut UnitRun<'_>,
-    reopen: Option<Instant>,
-    until: Instant,
-    changed: std::pin::Pin<&mut tokio::sync::futures::Notified<'_>>,
-) -> Result<(), Stop> {
-    if let Some(l) = &u.last {
-        return Err(Stop::new(
-            UnitStatus::Unavailable,
-            format!("no route admits calls (breakers open) after {}", l.reason),
-        ));
-    }
-    if sh.engine.routes.is_empty() {
-        return Err(Stop::new(
-            UnitStatus::Unavailable,
-            "no routes are configured",
-        ));
-    }
-    // A half-open route with its probe in flight decides soon: wait for its verdict.
-    let probing =
-        (0..sh.engine.routes.len()).any(|r| sh.engine.breakers.state(r) == BreakerState::HalfOpen);
-    let wake_at = match (reopen, probing) {
-        (_, true) => reopen.unwrap_or(until).min(until),
-        (Some(t), false) => t,
-        (None, false) => {
-            return Err(Stop::new(
-                UnitStatus::Unavailable,
-                "every route is forced open (auth or invalid model)",
-            ));
-        }
-    };
-    // No idle waiting: a breaker that reopens only after this unit's deadline cannot
-    // serve it, so the unit ends now instead of holding the review open.
-    if !probing && wake_at >= until {
-        let which = if u.hunk_end.is_some() {
-            "hunk"
-        } else {
-            "review"
-        };
-        return Err(Stop::new(
-            UnitStatus::Unavailable,
-            format!(
-                "every route's breaker is open until after the {which} deadline (the soonest reopens {} after it)",
-                crate::config::format_duration(wake_at.saturating_duration_since(until))
-            ),
-        ));
-    }
-    u.waited_for_open_routes = true;
-    tokio::select! {
-        biased;
-        _ = sh.cancel.cancelled() => {}
-        _ = changed => {}
-        _ = sleep_until(wake_at.min(until)) => {}
-    }
-    if Instant::now() >= until && !sh.cancel.is_cancelled() {
-        return Err(all_open());
-    }
-    Ok(())
-}
-
 /// What the attempt cost; the route learns its usage for later estimates, and the cost
 /// budget swaps the attempt's reservation for its real cost.
 fn account_cost(
@@ -625,19 +310,9 @@ fn warn_of_gateway(sh: &Shared, route: &super::Route, record: &AttemptRecord) {
     }
 }
 
-fn passed_over_events(sh: &Shared, unit: usize, passed_over: &[usize]) {
-    for r in passed_over {
-        sh.sink.emit(Event::RouteSkipped {
-            unit,
-            route: sh.engine.routes[*r].name.clone(),
-            breaker: sh.engine.breakers.state(*r),
-        });
-    }
-}
-
 /// Tells the event stream about a breaker transition, and wakes the units waiting for a
 /// route (they choose again).
-fn announce(sh: &Shared, route: &str, t: Transition) {
+pub(super) fn announce(sh: &Shared, route: &str, t: Transition) {
     sh.sink.emit(Event::Breaker {
         route: route.to_string(),
         from: t.from,
@@ -658,7 +333,7 @@ fn cancelled(sh: &Shared) -> Stop {
     )
 }
 
-fn not_started(sh: &Shared) -> Stop {
+pub(super) fn not_started(sh: &Shared) -> Stop {
     Stop::new(
         UnitStatus::Skipped,
         if sh.interrupted.is_cancelled() {
@@ -669,7 +344,7 @@ fn not_started(sh: &Shared) -> Stop {
     )
 }
 
-fn all_open() -> Stop {
+pub(super) fn all_open() -> Stop {
     Stop::new(
         UnitStatus::Unavailable,
         "every route's breaker stayed open until the budget ran out",
