@@ -62,6 +62,16 @@ impl Ctx<'_> {
         }
     }
 
+    /// Where `value` is written, for an error found after loading.
+    pub fn place<T>(&self, value: &S<T>) -> super::ConfigPlace {
+        let (line, column) = line_col(self.src, value.span().start);
+        super::ConfigPlace {
+            path: self.path.to_path_buf(),
+            line,
+            column,
+        }
+    }
+
     pub fn err<T>(&self, value: &S<T>, message: impl Into<String>) -> Error {
         self.err_at(value.span().start, message)
     }

@@ -233,6 +233,21 @@ pub struct SkillConfig {
     pub routes: Option<Vec<String>>,
     /// Shares one request per chunk with the other consolidated skills.
     pub consolidate: bool,
+    /// Where the config file names this skill (None: `--skill`, or a default), so a
+    /// name no skill answers to is reported at its file, line and column.
+    pub named_at: Option<ConfigPlace>,
+}
+
+/// A place in the config file, kept for errors found after loading (an unknown skill is
+/// known only once the skill directories are read).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigPlace {
+    /// The config file.
+    pub path: PathBuf,
+    /// 1-based line.
+    pub line: usize,
+    /// 1-based column (in characters).
+    pub column: usize,
 }
 
 impl SkillConfig {
@@ -248,6 +263,7 @@ impl SkillConfig {
             max_findings: None,
             routes: None,
             consolidate: false,
+            named_at: None,
         }
     }
 }

@@ -94,6 +94,7 @@ fn resolve_skill(
         warnings.push(model_warning(&format!("skill `{name}`"), m.get_ref()));
     }
     let mut cfg = SkillConfig::named(name);
+    cfg.named_at = Some(ctx.place(&sk.name));
     let filters = RawFilters {
         paths: sk.paths.clone(),
         ignore_paths: sk.ignore_paths.clone(),
@@ -216,6 +217,7 @@ pub(super) fn resolve_triggers(
             warnings.push(model_warning(&format!("trigger `{name}`"), m.get_ref()));
         }
         let mut cfg = SkillConfig::named(skill);
+        cfg.named_at = Some(ctx.place(&t.skill));
         if let Some(f) = &t.filters {
             apply_filters(&mut cfg, f, ctx, &format!("trigger `{name}` filters"))?;
         }

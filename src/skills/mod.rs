@@ -197,7 +197,7 @@ pub fn select_for(
         }
         let skill = catalog
             .get(&config.name)
-            .ok_or_else(|| unknown(catalog, &config.name))?;
+            .ok_or_else(|| unknown(catalog, &config))?;
         if config.paths.is_none() {
             config.paths = settings.default_paths.clone();
         }
@@ -221,12 +221,24 @@ fn config_of(settings: &Settings, name: &str) -> SkillConfig {
         .unwrap_or_else(|| SkillConfig::named(name))
 }
 
-fn unknown(catalog: &Catalog, name: &str) -> Error {
+/// No skill answers to `config.name`: a config error at the place the file names it,
+/// else (`--skill`) a usage error.
+fn unknown(catalog: &Catalog, config: &SkillConfig) -> Error {
+    let name = &config.name;
     let known: Vec<&str> = catalog.skills.iter().map(|s| s.name.as_str()).collect();
-    Error::Usage(format!(
+    let message = format!(
         "unknown skill `{name}`: known skills are {} (add one as .warden/skills/{name}/SKILL.md, or define it in warden.toml with [[skills]] name and prompt)",
         known.join(", ")
-    ))
+    );
+    match &config.named_at {
+        Some(at) => Error::Config {
+            path: at.path.clone(),
+            line: at.line,
+            column: at.column,
+            message,
+        },
+        None => Error::Usage(message),
+    }
 }
 
 /// Adds the skills defined in the config (`[[skills]] prompt = …`) to `catalog`; they

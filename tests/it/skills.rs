@@ -81,3 +81,32 @@ fn skill_flag_selects_and_unknown_skill_is_a_clear_error() {
         "{err}"
     );
 }
+
+#[test]
+fn an_unknown_skill_in_the_config_is_reported_at_its_file_line_and_column() {
+    let r = Repo::new();
+    r.write("README.md", "x\n").commit_all("base");
+    r.write("src/a.rs", source_lines(3, "a"));
+    let file = r.path().join("warden.toml");
+    for (toml, at) in [
+        (
+            "version = 1\n\n[[skills]]\nname = \"code-reveiw\"\n",
+            ":4:8: unknown skill `code-reveiw`",
+        ),
+        (
+            "version = 1\n\n[[triggers]]\nname = \"review\"\n  skill = \"sec-review\"\n",
+            ":5:11: unknown skill `sec-review`",
+        ),
+    ] {
+        r.config(toml);
+        for cmd in [vec!["plan"], vec!["review", "--sim"], vec!["skills"]] {
+            let out = r.warden(&cmd).output().unwrap();
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(2), "{cmd:?}: {err}");
+            assert!(
+                err.starts_with(&format!("error: {}{at}", file.display())),
+                "{cmd:?}: {err}"
+            );
+        }
+    }
+}
