@@ -11,7 +11,12 @@ pub(super) fn merge_cmd(args: &MergeArgs) -> Result<i32> {
     setup_color(&args.ui, args.outputs.iter().any(|o| o.format.is_none()));
     let mut inputs = Vec::with_capacity(args.reports.len());
     for path in &args.reports {
-        let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+        let text = std::fs::read_to_string(path).map_err(|e| Error::Merge {
+            path: path.clone(),
+            message: format!(
+                "cannot read the file ({e}): give the report of `warden review --shard K/N --json`"
+            ),
+        })?;
         inputs.push((path.clone(), text));
     }
     let report = warden::report::merge(&inputs)?;

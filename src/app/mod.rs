@@ -49,7 +49,12 @@ fn setup_color(ui: &Ui, to_file: bool) {
 /// an error: warden stops writing and exits quietly, as ripgrep does.
 fn emit(output: Option<&Path>, text: &str) -> Result<()> {
     if let Some(path) = output {
-        return std::fs::write(path, text).map_err(|e| Error::io(path, e));
+        return std::fs::write(path, text).map_err(|e| {
+            Error::Usage(format!(
+                "-o {}: cannot write the file ({e}): create its directory or choose another path",
+                path.display()
+            ))
+        });
     }
     warden::outputs::write_stdout(text).map_err(|e| Error::io("<stdout>", e))
 }

@@ -112,3 +112,27 @@ fn a_mistyped_output_format_or_stdout_dash_is_refused_not_made_a_file() {
     let text = std::fs::read_to_string(r.path().join("a=b.txt")).unwrap();
     assert!(text.starts_with("warden review: main..feat"), "{text}");
 }
+
+#[test]
+fn file_errors_of_plan_and_merge_name_the_flag_or_file_and_the_fix() {
+    let r = repo_with_a_change();
+    let missing = r.path().join("no/such/dir/plan.json");
+    let missing = missing.to_str().unwrap();
+    let (code, stdout, stderr) = run(&r, &["plan", "main..feat", "--json", "-o", missing]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stdout.is_empty(), "{stdout}");
+    assert!(
+        stderr.starts_with(&format!("error: -o {missing}: cannot write the file ("))
+            && stderr.contains("create its directory"),
+        "{stderr}"
+    );
+    let gone = r.path().join("shard-1.json");
+    let gone = gone.to_str().unwrap();
+    let (code, _, stderr) = run(&r, &["merge", gone]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.starts_with(&format!("error: {gone}: cannot read the file ("))
+            && stderr.contains("warden review --shard K/N --json"),
+        "{stderr}"
+    );
+}
