@@ -98,6 +98,34 @@ fn provenance(r: &Report) -> Option<Value> {
     Some(json!([d]))
 }
 
+/// RFC 3986 path characters that stay as they are: unreserved, sub-delims, `@` and the
+/// `/` separator (`:` is encoded, so a first segment cannot read as a scheme).
+const PATH_KEEP: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'.')
+    .remove(b'_')
+    .remove(b'~')
+    .remove(b'/')
+    .remove(b'!')
+    .remove(b'$')
+    .remove(b'&')
+    .remove(b'\'')
+    .remove(b'(')
+    .remove(b')')
+    .remove(b'*')
+    .remove(b'+')
+    .remove(b',')
+    .remove(b';')
+    .remove(b'=')
+    .remove(b'@');
+
+/// A repository path as a SARIF `artifactLocation.uri`: a relative URI reference, so a
+/// space, `%`, `#`, `?`, a newline or a non-ASCII letter is percent-encoded (as UTF-8),
+/// as code scanning and SARIF viewers decode it.
+fn uri(path: &str) -> String {
+    percent_encoding::utf8_percent_encode(path, PATH_KEEP).to_string()
+}
+
 /// One finding as a SARIF result.
 fn result(f: &super::Finding, rule_index: usize) -> Value {
     let mut message = f.title.clone();
@@ -109,7 +137,7 @@ fn result(f: &super::Finding, rule_index: usize) -> Value {
     }
     let (region, context) = region(f);
     let mut location = json!({
-        "artifactLocation": {"uri": f.path, "uriBaseId": "%SRCROOT%"},
+        "artifactLocation": {"uri": uri(&f.path), "uriBaseId": "%SRCROOT%"},
         "region": region,
     });
     if let Some(c) = context {
@@ -145,7 +173,7 @@ fn notification(u: &super::UnitReport, rule_index: usize) -> Value {
         )},
         "locations": [{
             "physicalLocation": {
-                "artifactLocation": {"uri": u.path, "uriBaseId": "%SRCROOT%"},
+                "artifactLocation": {"uri": uri(&u.path), "uriBaseId": "%SRCROOT%"},
                 "region": {"startLine": u.start_line.max(1), "endLine": u.end_line.max(u.start_line).max(1)},
             }
         }],
@@ -183,7 +211,11 @@ pub fn render(r: &Report) -> String {
             "informationUri": "https://github.com/warden-review/warden",
             "rules": rules,
         }},
-        "originalUriBaseIds": {"%SRCROOT%": {"uri": "file:///"}},
+        // Where the checkout is, the consumer knows (code scanning: the repository root);
+        // `file:///` would resolve every path against the filesystem's root.
+        "originalUriBaseIds": {"%SRCROOT%": {"description": {
+            "text": "The root of the reviewed repository: every artifact path is relative to it."
+        }}},
         "results": results,
         "invocations": [{
             "executionSuccessful": r.outcome == ReviewOutcome::Complete,

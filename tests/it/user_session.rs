@@ -1,17 +1,22 @@
 //! A new user's first session with the real binary and the built-in simulator: what the
 //! progress lines say, what the reports print, and how `-o` values are read.
 
+use crate::report_formats::{assert_valid, sarif_schema};
 use crate::support::Repo;
 use serde_json::Value;
 
 /// A repository whose branch `feat` adds one source file (one chunk: 2 units with the
-/// default skills).
+/// default skills) with an injectable SQL query the simulator reports.
 fn repo_with_a_change() -> Repo {
+    repo_adding("src/db.rs")
+}
+
+fn repo_adding(path: &str) -> Repo {
     let r = Repo::new();
     r.write("src/lib.rs", "pub fn a() {}\n").commit_all("base");
     r.git(&["checkout", "-q", "-b", "feat"]);
     r.write(
-        "src/db.rs",
+        path,
         "fn q(id: &str) { run(\"SELECT * FROM t WHERE id=\" + id).unwrap(); }\n",
     )
     .commit_all("change");
@@ -135,4 +140,39 @@ fn file_errors_of_plan_and_merge_name_the_flag_or_file_and_the_fix() {
             && stderr.contains("warden review --shard K/N --json"),
         "{stderr}"
     );
+}
+
+#[test]
+fn sarif_locations_are_uri_references_and_not_rooted_at_the_filesystem_root() {
+    let r = repo_adding("src/my db #1 ü.rs");
+    let (code, stdout, stderr) = run(
+        &r,
+        &[
+            "review",
+            "main..feat",
+            "--sim=healthy",
+            "-q",
+            "--format",
+            "sarif",
+        ],
+    );
+    assert_eq!(code, 1, "{stderr}");
+    let v: Value = serde_json::from_str(&stdout).unwrap();
+    assert_valid(&sarif_schema(), &v);
+    let run0 = &v["runs"][0];
+    let results = run0["results"].as_array().unwrap();
+    assert!(!results.is_empty(), "{stdout}");
+    for res in results {
+        let loc = &res["locations"][0]["physicalLocation"]["artifactLocation"];
+        assert_eq!(loc["uri"], "src/my%20db%20%231%20%C3%BC.rs", "{loc}");
+        assert_eq!(loc["uriBaseId"], "%SRCROOT%");
+    }
+    let base = &run0["originalUriBaseIds"]["%SRCROOT%"];
+    assert!(
+        base.get("uri").is_none(),
+        "no made-up file:/// root: {base}"
+    );
+    // The text report still shows the path as it is.
+    let (_, text, _) = run(&r, &["review", "main..feat", "--sim=healthy", "-q"]);
+    assert!(text.contains("\nsrc/my db #1 ü.rs\n"), "{text}");
 }
