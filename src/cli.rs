@@ -31,6 +31,47 @@ pub struct Cli {
     pub review: ReviewArgs,
 }
 
+/// The subcommand a user wrote after top-level options (`warden -C DIR plan`, as git
+/// and cargo allow), where warden's parser reads a review target and would look `plan` up
+/// as a ref; None when the command line is not like that. A value of an option is
+/// skipped, so `warden -c plan` (a config file named `plan`) is a review.
+pub fn command_after_options(args: &[std::ffi::OsString]) -> Option<String> {
+    use clap::CommandFactory;
+    let cmd = Cli::command();
+    if !args.get(1)?.to_str()?.starts_with('-') {
+        return None;
+    }
+    // `-C DIR`, `--config FILE`: the next word is the value (not `--sim`, whose
+    // optional value needs `=`).
+    let takes_next = |word: &str| {
+        cmd.get_arguments().any(|a| {
+            let named = match word.strip_prefix("--") {
+                Some(long) => a.get_long() == Some(long),
+                None => word.len() == 2 && a.get_short() == word.chars().nth(1),
+            };
+            named && a.get_action().takes_values() && !a.is_require_equals_set()
+        })
+    };
+    let mut words = args.iter().skip(1);
+    while let Some(word) = words.next() {
+        let word = word.to_str()?;
+        if word == "--" {
+            return None;
+        }
+        if word.len() > 1 && word.starts_with('-') {
+            if takes_next(word) {
+                words.next();
+            }
+            continue;
+        }
+        return cmd
+            .get_subcommands()
+            .any(|c| c.get_name() == word)
+            .then(|| word.to_string());
+    }
+    None
+}
+
 /// The subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {

@@ -6,8 +6,14 @@ mod app;
 use clap::Parser;
 
 fn main() {
-    let cli = warden::cli::Cli::parse();
-    let code = match app::run(cli) {
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let result = match warden::cli::command_after_options(&args) {
+        Some(name) => Err(warden::error::Error::Usage(format!(
+            "`{name}` comes after options, where warden reads the ref to review: put the command first (`warden {name} [OPTIONS]`), or review a ref named `{name}` with `warden review {name}`"
+        ))),
+        None => app::run(warden::cli::Cli::parse_from(args)),
+    };
+    let code = match result {
         Ok(code) => code,
         Err(err) => {
             // Messages name repository paths and quote provider text: escaped lines.

@@ -95,3 +95,33 @@ fn help_lists_the_values() {
     );
     assert!(help.contains("--budget <DUR>"), "{help}");
 }
+
+#[test]
+fn a_command_after_options_is_found_but_option_values_are_not_commands() {
+    use warden::cli::command_after_options;
+    let find = |line: &str| {
+        let args: Vec<std::ffi::OsString> = line.split(' ').map(Into::into).collect();
+        command_after_options(&args)
+    };
+    assert_eq!(find("warden -C repo plan").as_deref(), Some("plan"));
+    assert_eq!(find("warden --json plan --staged").as_deref(), Some("plan"));
+    assert_eq!(find("warden -q -v skills").as_deref(), Some("skills"));
+    assert_eq!(find("warden --sim cache stats").as_deref(), Some("cache"));
+    assert_eq!(
+        find("warden --config=w.toml merge a.json").as_deref(),
+        Some("merge")
+    );
+    // Values of options, targets, and the command first are not that mistake.
+    for line in [
+        "warden -c plan",
+        "warden --skill review",
+        "warden -o plan --sim",
+        "warden -C repo main..feat",
+        "warden plan -C repo",
+        "warden review plan",
+        "warden -q -- plan",
+        "warden",
+    ] {
+        assert_eq!(find(line), None, "{line}");
+    }
+}

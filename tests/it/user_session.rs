@@ -176,3 +176,29 @@ fn sarif_locations_are_uri_references_and_not_rooted_at_the_filesystem_root() {
     let (_, text, _) = run(&r, &["review", "main..feat", "--sim=healthy", "-q"]);
     assert!(text.contains("\nsrc/my db #1 ü.rs\n"), "{text}");
 }
+
+#[test]
+fn a_command_after_options_is_a_usage_error_that_says_where_it_goes() {
+    let r = repo_with_a_change();
+    let dir = r.path().to_str().unwrap();
+    let out = crate::support::warden()
+        .args(["-C", dir, "plan", "main..feat"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(out.stdout.is_empty());
+    assert!(
+        err.starts_with("error: `plan` comes after options")
+            && err.contains("`warden plan [OPTIONS]`")
+            && err.contains("`warden review plan`"),
+        "{err}"
+    );
+    // Options before a target still review it.
+    let out = crate::support::warden()
+        .args(["-C", dir, "main..feat", "--sim=healthy", "-q"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with("warden review: main..feat"));
+}
