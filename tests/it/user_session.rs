@@ -32,6 +32,19 @@ fn run(r: &Repo, args: &[&str]) -> (i32, String, String) {
     )
 }
 
+/// `warden review main..feat --sim=healthy -q --format FORMAT`.
+fn sim_review(r: &Repo, format: &str) -> (i32, String, String) {
+    let args = [
+        "review",
+        "main..feat",
+        "--sim=healthy",
+        "-q",
+        "--format",
+        format,
+    ];
+    run(r, &args)
+}
+
 #[test]
 fn progress_lines_start_once_the_plan_and_routes_are_known() {
     let r = repo_with_a_change();
@@ -52,17 +65,7 @@ fn progress_lines_start_once_the_plan_and_routes_are_known() {
 fn reports_never_print_a_negative_zero_cost() {
     let r = repo_with_a_change();
     for format in ["json", "sarif"] {
-        let (code, stdout, stderr) = run(
-            &r,
-            &[
-                "review",
-                "main..feat",
-                "--sim=healthy",
-                "-q",
-                "--format",
-                format,
-            ],
-        );
+        let (code, stdout, stderr) = sim_review(&r, format);
         assert_eq!(code, 1, "{stderr}");
         assert!(!stdout.contains("-0.0"), "{format}: {stdout}");
         let v: Value = serde_json::from_str(&stdout).unwrap();
@@ -145,17 +148,7 @@ fn file_errors_of_plan_and_merge_name_the_flag_or_file_and_the_fix() {
 #[test]
 fn sarif_locations_are_uri_references_and_not_rooted_at_the_filesystem_root() {
     let r = repo_adding("src/my db #1 ü.rs");
-    let (code, stdout, stderr) = run(
-        &r,
-        &[
-            "review",
-            "main..feat",
-            "--sim=healthy",
-            "-q",
-            "--format",
-            "sarif",
-        ],
-    );
+    let (code, stdout, stderr) = sim_review(&r, "sarif");
     assert_eq!(code, 1, "{stderr}");
     let v: Value = serde_json::from_str(&stdout).unwrap();
     assert_valid(&sarif_schema(), &v);
