@@ -91,8 +91,22 @@ pub fn load(explicit: Option<&Path>, discovery_root: Option<&Path>) -> Result<Se
             }
             p.to_path_buf()
         }
-        (None, Some(root)) if root.join(FILE_NAME).is_file() => root.join(FILE_NAME),
-        _ => return Ok(Settings::default()),
+        (None, Some(root)) => {
+            let p = root.join(FILE_NAME);
+            if !p.is_file() {
+                // Present but not a file: a link to nothing would otherwise drop the
+                // team's config without a word.
+                if std::fs::symlink_metadata(&p).is_ok() {
+                    return Err(Error::ConfigFile {
+                        path: p,
+                        message: "is not a file (a directory, or a link to nothing): make it the config file, or pass one with -c FILE".into(),
+                    });
+                }
+                return Ok(Settings::default());
+            }
+            p
+        }
+        (None, None) => return Ok(Settings::default()),
     };
     let bytes = std::fs::read(&path).map_err(|e| Error::io(&path, e))?;
     let src = String::from_utf8(bytes).map_err(|e| Error::ConfigFile {

@@ -477,3 +477,30 @@ fn warden_s_chunking_switch_off_reviews_whole_files() {
     assert!(!files.is_empty());
     assert!(files.iter().all(|f| f["mode"] == "whole-file"), "{plan}");
 }
+
+#[test]
+fn a_warden_toml_that_is_no_file_is_an_error_not_a_silent_default() {
+    let r = Repo::new();
+    r.write("src/a.rs", "fn a() {}\n").commit_all("base");
+    r.write("src/a.rs", "fn a() { b() }\n");
+    let toml = r.path().join("warden.toml");
+    std::os::unix::fs::symlink(r.path().join("shared/warden.toml"), &toml).unwrap();
+    for cmd in [vec!["plan"], vec!["review", "--sim"], vec!["skills"]] {
+        let out = r.warden(&cmd).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{cmd:?}: {err}");
+        assert!(
+            err.starts_with(&format!("error: {}: is not a file", toml.display())),
+            "{cmd:?}: {err}"
+        );
+    }
+    std::fs::remove_file(&toml).unwrap();
+    std::fs::create_dir(&toml).unwrap();
+    let out = r.warden(&["plan"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    // With the link's target in place, the config loads.
+    std::fs::remove_dir(&toml).unwrap();
+    r.write("shared/warden.toml", "version = 1\n");
+    std::os::unix::fs::symlink(r.path().join("shared/warden.toml"), &toml).unwrap();
+    r.plan(&[]);
+}
