@@ -5,7 +5,6 @@
 use super::Report;
 use crate::severity::Severity;
 use serde_json::json;
-use std::collections::HashMap;
 
 fn severity(s: Severity) -> &'static str {
     match s {
@@ -19,19 +18,12 @@ fn severity(s: Severity) -> &'static str {
 
 /// The report as a GitLab Code Quality array (one issue per finding).
 pub fn render(r: &Report) -> String {
-    // Two findings can share an id (the same line text twice in a file); GitLab needs
-    // unique fingerprints, so a repeat gets its occurrence number.
-    let mut seen: HashMap<&str, usize> = HashMap::new();
+    // GitLab needs unique fingerprints.
     let issues: Vec<_> = r
         .findings
         .iter()
-        .map(|f| {
-            let n = seen.entry(f.id.as_str()).or_default();
-            *n += 1;
-            let fingerprint = match *n {
-                1 => f.id.clone(),
-                n => format!("{}-{n}", f.id),
-            };
+        .zip(super::unique_ids(&r.findings))
+        .map(|(f, fingerprint)| {
             let mut description = format!("{} ({})", f.title, f.skill);
             if !f.description.is_empty() {
                 description = format!("{description}: {}", f.description);

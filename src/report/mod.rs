@@ -439,6 +439,25 @@ pub(crate) fn usd(x: f64) -> f64 {
     (x * 1e9).round() / 1e9 + 0.0
 }
 
+/// Each finding's id, made unique within the report: two findings can share an id (the
+/// same line text twice in a file), and GitLab and code scanning would take them for one,
+/// so a repeat gets its occurrence number (`W…-2`). The first keeps the bare id, and the
+/// order of identical lines survives line shifts, so fingerprints stay stable.
+pub(crate) fn unique_ids(findings: &[Finding]) -> Vec<String> {
+    let mut seen: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+    findings
+        .iter()
+        .map(|f| {
+            let n = seen.entry(f.id.as_str()).or_default();
+            *n += 1;
+            match *n {
+                1 => f.id.clone(),
+                n => format!("{}-{n}", f.id),
+            }
+        })
+        .collect()
+}
+
 /// FNV-1a, 64 bits: a tiny stable hash for finding ids and fingerprints.
 pub(crate) fn fnv1a(parts: &[&str]) -> u64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;

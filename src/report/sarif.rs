@@ -127,7 +127,9 @@ fn uri(path: &str) -> String {
 }
 
 /// One finding as a SARIF result.
-fn result(f: &super::Finding, rule_index: usize) -> Value {
+/// `fingerprint` is the finding's id made unique in the report ([`super::unique_ids`]):
+/// code scanning merges results that share one into one alert.
+fn result(f: &super::Finding, rule_index: usize, fingerprint: &str) -> Value {
     let mut message = f.title.clone();
     if !f.description.is_empty() {
         message = format!("{message}: {}", f.description);
@@ -151,7 +153,7 @@ fn result(f: &super::Finding, rule_index: usize) -> Value {
         "locations": [{"physicalLocation": location}],
         // The finding id hashes skill, path, title and line text, not the line.
         "partialFingerprints": {
-            "wardenFinding/v1": f.id.trim_start_matches('W'),
+            "wardenFinding/v1": fingerprint.trim_start_matches('W'),
         },
         "properties": {
             "id": f.id,
@@ -198,7 +200,8 @@ pub fn render(r: &Report) -> String {
     let results: Vec<Value> = r
         .findings
         .iter()
-        .map(|f| result(f, rule_index(&f.skill)))
+        .zip(super::unique_ids(&r.findings))
+        .map(|(f, id)| result(f, rule_index(&f.skill), &id))
         .collect();
     let notifications: Vec<Value> = r
         .not_reviewed()

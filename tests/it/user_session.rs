@@ -195,3 +195,44 @@ fn a_command_after_options_is_a_usage_error_that_says_where_it_goes() {
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stdout).starts_with("warden review: main..feat"));
 }
+
+#[test]
+fn the_same_line_twice_gives_two_code_scanning_fingerprints() {
+    let r = Repo::new();
+    r.write("src/lib.rs", "pub fn a() {}\n").commit_all("base");
+    r.git(&["checkout", "-q", "-b", "feat"]);
+    let twice = "fn f() {\n    let a = x.unwrap();\n    g();\n    let a = x.unwrap();\n}\n";
+    r.write("src/twice.rs", twice).commit_all("change");
+    let (_, stdout, stderr) = sim_review(&r, "sarif");
+    let v: Value = serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stderr}"));
+    let results = v["runs"][0]["results"].as_array().unwrap();
+    let lines: Vec<u64> = results
+        .iter()
+        .map(|x| {
+            x["locations"][0]["physicalLocation"]["region"]["startLine"]
+                .as_u64()
+                .unwrap()
+        })
+        .collect();
+    assert_eq!(lines, [2, 4], "{stdout}");
+    let prints: Vec<&str> = results
+        .iter()
+        .map(|x| {
+            x["partialFingerprints"]["wardenFinding/v1"]
+                .as_str()
+                .unwrap()
+        })
+        .collect();
+    assert_ne!(prints[0], prints[1], "one alert would hide the other");
+    assert_eq!(prints[1], format!("{}-2", prints[0]));
+    // GitLab's fingerprints follow the same rule.
+    let (_, stdout, _) = sim_review(&r, "gitlab");
+    let v: Value = serde_json::from_str(&stdout).unwrap();
+    let gl: Vec<&str> = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x["fingerprint"].as_str().unwrap())
+        .collect();
+    assert_eq!(gl, [format!("W{}", prints[0]), format!("W{}", prints[1])]);
+}
