@@ -56,11 +56,12 @@ pub fn render(r: &Report) -> String {
         out,
         "::notice title=warden::{}",
         escape_data(&format!(
-            "review {}: {} of {} units reviewed, {} findings",
+            "review {}: {} of {} units reviewed, {} finding{}",
             r.outcome.label(),
             s.reviewed,
             s.units,
-            s.findings
+            s.findings,
+            if s.findings == 1 { "" } else { "s" }
         ))
     );
     out

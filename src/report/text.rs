@@ -243,8 +243,9 @@ fn footer(out: &mut String, r: &Report) {
     if !r.skipped_files.is_empty() {
         let _ = writeln!(
             out,
-            "{} files skipped before review (see `warden plan` for reasons)",
-            r.skipped_files.len()
+            "{} file{} skipped before review (see `warden plan` for reasons)",
+            r.skipped_files.len(),
+            if r.skipped_files.len() == 1 { "" } else { "s" }
         );
     }
     provenance(out, r);

@@ -236,3 +236,22 @@ fn the_same_line_twice_gives_two_code_scanning_fingerprints() {
         .collect();
     assert_eq!(gl, [format!("W{}", prints[0]), format!("W{}", prints[1])]);
 }
+
+#[test]
+fn counts_of_one_are_singular_in_the_text_report_and_the_closing_notice() {
+    let r = Repo::new();
+    r.write("src/lib.rs", "pub fn a() {}\n").commit_all("base");
+    r.git(&["checkout", "-q", "-b", "feat"]);
+    r.write("src/one.rs", "fn f() {\n    let a = x.unwrap();\n}\n")
+        .write("logo.png", [0x89, b'P', b'N', b'G', 0, 1, 2, 0])
+        .commit_all("change");
+    let (code, text, stderr) = sim_review(&r, "text");
+    assert_eq!(code, 0, "{stderr}");
+    assert!(text.contains("\n1 file skipped before review"), "{text}");
+    assert!(text.contains(" 1 finding in "), "{text}");
+    let (_, gh, _) = sim_review(&r, "github");
+    assert!(
+        gh.ends_with("::notice title=warden::review complete: 2 of 2 units reviewed, 1 finding\n"),
+        "{gh}"
+    );
+}
