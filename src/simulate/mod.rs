@@ -72,6 +72,12 @@ pub fn profiles(
     flags: &[(String, String)],
     fitted: &BTreeMap<String, Profile>,
 ) -> Result<BTreeMap<String, Profile>> {
+    // First: with no routes, a --profile's "no route is named" would list none.
+    if settings.routes.is_empty() {
+        return Err(Error::Usage(
+            "no model routes are configured: there is nothing to simulate (add [[routes]] to warden.toml)".into(),
+        ));
+    }
     for (route, _) in flags {
         if !settings.routes.iter().any(|r| &r.name == route) {
             return Err(Error::Usage(format!(
@@ -104,11 +110,6 @@ pub fn profiles(
             )));
         };
         out.insert(r.name.clone(), profile);
-    }
-    if out.is_empty() {
-        return Err(Error::Usage(
-            "no model routes are configured: there is nothing to simulate (add [[routes]] to warden.toml)".into(),
-        ));
     }
     Ok(out)
 }
@@ -270,6 +271,18 @@ mod tests {
         assert_eq!(median(vec![3.0, 1.0, 2.0]), 2.0);
         assert_eq!(median(vec![4.0, 1.0, 2.0, 3.0]), 2.5);
         assert_eq!(median(vec![]), 0.0);
+    }
+
+    #[test]
+    fn no_routes_is_said_before_a_profile_flag_is_checked() {
+        let s = Settings::default();
+        assert!(s.routes.is_empty());
+        for flags in [vec![], vec![("primary".to_string(), "outage".to_string())]] {
+            let e = profiles(&s, &flags, &BTreeMap::new())
+                .unwrap_err()
+                .to_string();
+            assert!(e.starts_with("no model routes are configured"), "{e}");
+        }
     }
 
     #[test]
