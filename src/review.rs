@@ -47,6 +47,8 @@ pub struct ReviewInput {
     /// `[fleet]`: the Redis shared with the team's other warden processes (None: not
     /// configured, or unreachable after its one warning).
     pub fleet: Option<Fleet>,
+    /// Warnings given outside the engine (the cache's, the fleet's), for the report.
+    pub warnings: report::Warnings,
 }
 
 const NO_ROUTES: &str = "no model routes are configured (no [[routes]] in warden.toml and no defaults.model)
@@ -83,6 +85,7 @@ pub async fn run(input: ReviewInput, sink: Sink, interrupt: CancellationToken) -
         cache,
         shard,
         fleet,
+        warnings,
     } = input;
     // The fingerprint is the whole plan's, so every shard of one review carries the same.
     let plan_fingerprint = crate::shard::fingerprint(&plan);
@@ -106,6 +109,8 @@ pub async fn run(input: ReviewInput, sink: Sink, interrupt: CancellationToken) -
         hunk_budget: exec.hunk_budget,
         request_timeout: exec.request_timeout,
     })));
+    // The engine's warnings (a route's) go into the report too.
+    let sink = sink.tee(route_warnings(&warnings));
     let ticker = tokio::spawn(tick(sink.clone()));
     let engine = Engine::new(routes, exec, sink.clone()).with_answerer(cached.answerer());
     let engine = match &fleet {
@@ -136,6 +141,7 @@ pub async fn run(input: ReviewInput, sink: Sink, interrupt: CancellationToken) -
     report.trust = trust;
     report.plan_fingerprint = plan_fingerprint;
     report.shard = shard;
+    report.warnings.extend(warnings.take());
     for info in &mut report.skills {
         if let Some(u) = skill_uses.iter().find(|u| u.name == info.name) {
             info.set_origin(u);
@@ -175,6 +181,16 @@ fn with_fleet(engine: Engine, fleet: &Fleet, settings: &Settings) -> Engine {
     // A lease of one request deadline: a crashed process's permits come back within it.
     let bulkhead = FleetBulkhead::new(fleet.clone(), local, &caps, exec.request_timeout);
     engine.with_bulkhead(bulkhead)
+}
+
+/// Keeps the engine's `Warning` events for the report.
+fn route_warnings(warnings: &report::Warnings) -> Sink {
+    let warnings = warnings.clone();
+    Sink::new(move |e| {
+        if let Event::Warning { route, message } = e {
+            warnings.push(report::WarningSource::Route, Some(route), &message);
+        }
+    })
 }
 
 /// Ticks are events: displays redraw their clocks from them.

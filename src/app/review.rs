@@ -13,6 +13,7 @@ use warden::fleet::{self, Fleet};
 use warden::outputs::Outputs;
 use warden::prepare::prepare;
 use warden::report::progress::{Mode, Progress};
+use warden::report::{WarningSource, Warnings};
 use warden::review::{self, ReviewInput};
 use warden::telemetry::{self, Telemetry};
 
@@ -24,8 +25,10 @@ pub(super) fn review_cmd(args: &ReviewArgs) -> Result<i32> {
     let routes = review::routes(&prepared.settings)?;
     let target = fleet::target(&prepared.settings.fleet, |k| std::env::var(k).ok())?;
     cache::check_shared(&prepared.settings, target.is_some())?;
+    // Warnings of the cache and the fleet go to stderr as they happen and into the report.
+    let warnings = Warnings::default();
     if let Some(w) = fleet::unused_caps_warning(&prepared.settings, target.is_some()) {
-        cache_warn(&args.ui)(&w);
+        warnings.tee(WarningSource::Fleet, cache_warn(&args.ui))(&w);
     }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -34,7 +37,10 @@ pub(super) fn review_cmd(args: &ReviewArgs) -> Result<i32> {
         .map_err(|e| Error::io("<tokio runtime>", e))?;
     // The fleet's Redis, when configured: unreachable gives one warning and a local run.
     let fleet = match target {
-        Some(t) => runtime.block_on(Fleet::connect(t, cache_warn(&args.ui))),
+        Some(t) => runtime.block_on(Fleet::connect(
+            t,
+            warnings.tee(WarningSource::Fleet, cache_warn(&args.ui)),
+        )),
         None => None,
     };
     let cache = Levels::open(
@@ -47,7 +53,7 @@ pub(super) fn review_cmd(args: &ReviewArgs) -> Result<i32> {
             ),
         },
         fleet.as_ref(),
-        cache_warn(&args.ui),
+        warnings.tee(WarningSource::Cache, cache_warn(&args.ui)),
     );
     let input = ReviewInput {
         fleet,
@@ -60,6 +66,7 @@ pub(super) fn review_cmd(args: &ReviewArgs) -> Result<i32> {
         skill_uses: prepared.skill_uses,
         cache,
         shard: args.shard,
+        warnings,
     };
     // Every output is opened before the first request: a bad path costs no money.
     let step_summary = std::env::var_os("GITHUB_STEP_SUMMARY")

@@ -74,6 +74,7 @@ pub fn build(
         units,
         findings,
         skipped_files: plan.skipped_files.clone(),
+        warnings: config_warnings(settings),
         verification: verification.map(|v| v.summary.clone()),
         fail_on: settings.fail_on.to_string(),
         report_on: settings.report_on,
@@ -303,4 +304,22 @@ fn routing_report(
         idle_slot_minutes: idle,
         hint,
     }
+}
+
+/// The config's warnings, named by the file as stderr shows them.
+fn config_warnings(settings: &Settings) -> Vec<super::Warning> {
+    let origin = settings
+        .config_path
+        .as_ref()
+        .map(|p| format!("{}: ", p.display()))
+        .unwrap_or_default();
+    settings
+        .warnings
+        .iter()
+        .map(|w| super::Warning {
+            source: super::WarningSource::Config,
+            route: None,
+            message: format!("{origin}{w}"),
+        })
+        .collect()
 }

@@ -51,6 +51,15 @@ pub fn render(r: &Report) -> String {
     if let Some(w) = r.trust.as_ref().and_then(|t| t.warning()) {
         let _ = writeln!(out, "::warning title=warden trust::{}", escape_data(&w));
     }
+    for w in &r.warnings {
+        let title = format!("warden {}", w.source.as_str());
+        let _ = writeln!(
+            out,
+            "::warning title={}::{}",
+            escape_property(&title),
+            escape_data(&w.message)
+        );
+    }
     let s = &r.summary;
     let _ = writeln!(
         out,

@@ -249,7 +249,8 @@ fn routes(out: &mut String, r: &Report) {
 
 /// The body listing the first `shown` findings.
 /// Where config and skills came from, when there is something to say (see
-/// `crate::trust`): one line each, escaped (paths are repository text).
+/// `crate::trust`), and the run's warnings: one line each, escaped (paths are repository
+/// text).
 fn trust(out: &mut String, r: &Report) {
     if let Some(line) = r.trust.as_ref().and_then(|t| t.line()) {
         let _ = writeln!(out, "**Trust:** {}\n", inline(&line));
@@ -261,6 +262,14 @@ fn trust(out: &mut String, r: &Report) {
     {
         let line = crate::trust::skills_line(&r.skills, r.trust.as_ref());
         let _ = writeln!(out, "**Skills:** {}\n", inline(&line));
+    }
+    for w in &r.warnings {
+        let _ = writeln!(
+            out,
+            "**Warning ({}):** {}\n",
+            w.source.as_str(),
+            inline(&w.message)
+        );
     }
 }
 

@@ -135,6 +135,13 @@ fn join(whole: Shard, reports: Vec<Report>) -> Report {
     let duration_ms = reports.iter().map(|r| r.duration_ms).max().unwrap_or(0);
     let budget_expired = reports.iter().any(|r| r.budget_expired);
     let interrupted = reports.iter().any(|r| r.interrupted);
+    // Every shard's warnings, each once (shards share a config, so its warnings repeat).
+    let mut warnings = Vec::new();
+    for w in reports.iter().flat_map(|r| &r.warnings) {
+        if !warnings.contains(w) {
+            warnings.push(w.clone());
+        }
+    }
     let mut base = reports.into_iter().next().expect("at least one report");
     base.outcome = summary.outcome();
     base.summary = summary;
@@ -150,6 +157,7 @@ fn join(whole: Shard, reports: Vec<Report>) -> Report {
     base.interrupted = interrupted;
     base.shard = None;
     base.missing_shards = missing;
+    base.warnings = warnings;
     base
 }
 

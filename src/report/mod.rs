@@ -20,6 +20,7 @@ mod source;
 pub mod summary_md;
 pub mod text;
 mod vcs;
+mod warnings;
 
 pub use build::build;
 pub use format::{Format, OutputSpec};
@@ -28,6 +29,7 @@ pub use metrics::{BreakerReport, RouteMetrics, TimeoutsByStage};
 pub use rules::SkillInfo;
 pub use source::SourceContext;
 pub use vcs::Vcs;
+pub use warnings::{Warning, WarningSource, Warnings};
 
 use crate::engine::{CacheLevel, UnitStatus};
 use crate::provider::{Outcome, Stage};
@@ -100,6 +102,9 @@ pub struct Report {
     pub findings: Vec<Finding>,
     /// Files not reviewed, with reasons.
     pub skipped_files: Vec<Skipped>,
+    /// Warnings of the run (config, routes, cache, fleet), as stderr showed them.
+    #[serde(default)]
+    pub warnings: Vec<Warning>,
     /// The verification pass, when enabled.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub verification: Option<crate::verify::Summary>,

@@ -3,7 +3,8 @@
 //! skill; results carry the code they point at (`region.snippet`, `contextRegion`) and
 //! fingerprints that survive line shifts; the run names the repository, revision and
 //! branch (`versionControlProvenance`); every unit that was not reviewed is a tool
-//! execution notification with `executionSuccessful: false` on the invocation.
+//! execution notification with `executionSuccessful: false` on the invocation, and so is
+//! each warning of the run (level `warning`).
 
 use super::escape::md_inline;
 use super::{Finding, Report, ReviewOutcome};
@@ -185,6 +186,16 @@ fn notification(u: &super::UnitReport, rule_index: usize) -> Value {
     })
 }
 
+/// A warning of the run (config, route, cache, fleet) as a tool execution notification.
+fn warning(w: &super::Warning) -> Value {
+    json!({
+        "level": "warning",
+        "message": {"text": w.message},
+        "descriptor": {"id": "warden/warning"},
+        "properties": {"source": w.source, "route": w.route},
+    })
+}
+
 /// The report as one SARIF 2.1.0 run: a rule per skill, a result per finding, and a tool
 /// execution notification per unit that was not reviewed.
 pub fn render(r: &Report) -> String {
@@ -206,6 +217,7 @@ pub fn render(r: &Report) -> String {
     let notifications: Vec<Value> = r
         .not_reviewed()
         .map(|u| notification(u, rule_index(first_skill(u))))
+        .chain(r.warnings.iter().map(warning))
         .collect();
     let mut run = json!({
         "tool": {"driver": {

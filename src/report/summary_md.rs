@@ -72,6 +72,14 @@ fn body(r: &Report, shown: usize) -> String {
         let line = crate::trust::skills_line(&r.skills, r.trust.as_ref());
         let _ = writeln!(out, "**Skills:** {}\n", cell(&line));
     }
+    for w in &r.warnings {
+        let _ = writeln!(
+            out,
+            "**Warning ({}):** {}\n",
+            w.source.as_str(),
+            cell(&w.message)
+        );
+    }
     findings(&mut out, r, shown);
     coverage(&mut out, r);
     if !r.route_order.is_empty() {

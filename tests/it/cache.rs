@@ -310,6 +310,10 @@ fn a_locked_or_unwritable_cache_warns_once_and_the_review_completes() {
     assert_eq!(v["outcome"], "complete");
     assert_eq!(err.matches("warning:").count(), 1, "{err}");
     assert!(err.contains("locked"), "{err}");
+    let reported = v["warnings"].as_array().unwrap();
+    assert_eq!(reported.len(), 1, "{reported:#?}");
+    assert_eq!(reported[0]["source"], "cache");
+    assert!(reported[0]["message"].as_str().unwrap().contains("locked"));
     drop(holder);
 
     // A cache directory that cannot exist (a file is in the way).

@@ -106,6 +106,25 @@ fn a_warden_v1_file_loads_and_names_each_ignored_key_once() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    // A review's report keeps the same warnings, each once, even when -q silences stderr.
+    let out = r
+        .warden(&["review", "--sim", "--json", "-q"])
+        .output()
+        .unwrap();
+    assert!(out.stderr.is_empty());
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let warnings = report["warnings"].as_array().unwrap();
+    assert!(
+        warnings.iter().all(|w| w["source"] == "config"),
+        "{warnings:#?}"
+    );
+    for key in ["defaults.maxTurns", "logs"] {
+        let named = warnings
+            .iter()
+            .filter(|w| w["message"].as_str().unwrap().contains(&format!("`{key}`")))
+            .count();
+        assert_eq!(named, 1, "{key} in {warnings:#?}");
+    }
 }
 
 #[test]

@@ -125,6 +125,17 @@ fn shards_are_disjoint_dealt_round_robin_and_merge_to_the_unsharded_review() {
     assert_eq!(merged["routes"]["primary"]["ok"], 5);
     assert_eq!(merged["planFingerprint"], fp);
     assert!(merged.get("shard").is_none(), "{merged}");
+    // Each shard's warnings, each once: shards share a config, so its warnings repeat.
+    let config_w = json!({"source": "config", "message": "warden.toml: unknown key `x` (ignored)"});
+    let fleet_w = json!({"source": "fleet", "message": "redis 127.0.0.1:1: cannot connect"});
+    let (mut w1, mut w2) = (one.clone(), two.clone());
+    w1["warnings"] = json!([config_w]);
+    w2["warnings"] = json!([config_w, fleet_w]);
+    let (_, merged_w, _) = merge_json(&[
+        &save(dir.path(), "w1.json", &w1),
+        &save(dir.path(), "w2.json", &w2),
+    ]);
+    assert_eq!(merged_w["warnings"], json!([config_w, fleet_w]));
 
     // Any format, to any output: SARIF for code scanning.
     let sarif_path = dir.path().join("merged.sarif");

@@ -144,4 +144,11 @@ fn an_openai_route_through_litellm_is_retried_by_the_gateway_and_warden_warns_on
         warnings[0]
     );
     assert!(warnings[0].contains("`gateway`"), "{}", warnings[0]);
+    // The report keeps it, naming the route.
+    let reported = report["warnings"].as_array().unwrap();
+    assert_eq!(reported.len(), 1, "{reported:#?}");
+    assert_eq!(
+        (&reported[0]["source"], &reported[0]["route"]),
+        (&json!("route"), &json!("gateway"))
+    );
 }

@@ -13,7 +13,7 @@ use warden::engine::{
 use warden::findings::ModelFinding;
 use warden::plan::Plan;
 use warden::provider::{AttemptRecord, Outcome, Stage, Usage};
-use warden::report::{self, Report, ReviewOutcome, SkillInfo, Vcs};
+use warden::report::{self, Report, ReviewOutcome, SkillInfo, Vcs, Warning, WarningSource};
 use warden::severity::{Confidence, FailOn, Severity};
 use warden::skills::ActiveSkill;
 use warden::trust::{ConfigFrom, SkillSource, TrustReport};
@@ -237,6 +237,17 @@ pub fn fixture_with(settings: &Settings) -> Report {
         config_file: Some("1a2b3c4:warden.toml".into()),
         changed_by_review: vec!["warden.toml".into()],
     });
+    // What review::run adds from the cache and the fleet; a config key is repository text.
+    r.warnings.push(Warning {
+        source: WarningSource::Config,
+        route: None,
+        message: "warden.toml: unknown key `x|y\n::error::<b>z</b>` in [defaults] (ignored)".into(),
+    });
+    r.warnings.push(Warning {
+        source: WarningSource::Fleet,
+        route: None,
+        message: "redis 127.0.0.1:6379: a call timed out after 250ms; the rest of this run uses local breakers, permits and cache".into(),
+    });
     r
 }
 
@@ -321,10 +332,11 @@ fn sarif_report_validates_against_the_official_schema() {
     assert_valid(&sarif_schema(), &sarif);
     let inv = &sarif["runs"][0]["invocations"][0];
     assert_eq!(inv["executionSuccessful"], false);
-    assert_eq!(
-        inv["toolExecutionNotifications"].as_array().unwrap().len(),
-        2
-    );
+    // Two units not reviewed, then the run's two warnings.
+    let notes = inv["toolExecutionNotifications"].as_array().unwrap();
+    let levels: Vec<&str> = notes.iter().map(|n| n["level"].as_str().unwrap()).collect();
+    assert_eq!(levels, ["error", "error", "warning", "warning"]);
+    assert_eq!(notes[3]["properties"]["source"], "fleet");
     // Rule ids are stable per skill; fingerprints do not depend on line numbers.
     assert_eq!(
         sarif["runs"][0]["results"][0]["ruleId"],

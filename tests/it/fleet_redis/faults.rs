@@ -54,6 +54,15 @@ pub(super) fn one_warning(err: &str) {
     assert!(err.contains("not used for the rest of this run"), "{err}");
 }
 
+/// The report keeps the fleet's one warning, as stderr showed it.
+fn one_reported_warning(v: &serde_json::Value, err: &str) {
+    let w = v["warnings"].as_array().unwrap();
+    assert_eq!(w.len(), 1, "{w:#?}");
+    assert_eq!(w[0]["source"], "fleet");
+    let message = w[0]["message"].as_str().unwrap();
+    assert!(err.contains(message), "{message} not in {err}");
+}
+
 #[test]
 fn redis_down_from_the_start_changes_nothing_but_one_warning() {
     let run = FleetRun::new(3);
@@ -65,6 +74,7 @@ fn redis_down_from_the_start_changes_nothing_but_one_warning() {
     assert_eq!(outcome(code, &v), want);
     one_warning(&err);
     assert!(err.contains("cannot connect"), "{err}");
+    one_reported_warning(&v, &err);
 }
 
 /// Starts a review with `[fleet]` on `redis`, waits for the primary's first request,
@@ -105,6 +115,7 @@ fn redis_stopped_mid_review_changes_nothing_but_one_warning() {
     let ((code, v, err), _) = fault_mid_review(&run, &mut redis, RedisServer::stop);
     assert_eq!(outcome(code, &v), want);
     one_warning(&err);
+    one_reported_warning(&v, &err);
     assert_eq!(
         run.fake.requests_for("primary").len() - before,
         4,
