@@ -110,6 +110,9 @@ fn a_password_in_the_url_is_never_shown_even_when_the_server_echoes_it() {
             "cannot connect"
         };
         assert!(stderr.contains(says), "{stderr}");
+        // The report keeps the warning (redacted like everything else on stdout).
+        let kept = v["warnings"][0]["message"].as_str().unwrap_or_default();
+        assert!(kept.contains(says), "{:#?}", v["warnings"]);
         let traced = std::fs::read_to_string(&trace).unwrap();
         for text in [&*stdout, &*stderr, &traced] {
             for secret in ["pa$$-horse-battery", "pa%24%24-horse-battery", "horse"] {
