@@ -157,6 +157,19 @@ impl FleetBreakers {
         }
         let mut seen = self.trusted(WHAT, &state, wait)?;
         seen.asked = asked;
+        if seen.state == BreakerState::Open && seen.wait.is_zero() {
+            // The script answers half_open once the open period is over. Taken as it is,
+            // the engine would ask again at once, in a loop, until its budget is spent.
+            let why =
+                "answered open for 0ms to an admission (an open period that is over is half_open)";
+            self.fleet.distrust(WHAT, why);
+            return None;
+        }
+        if seen.state == BreakerState::Open {
+            // Not asked again sooner than this: "open for 1ms" every time must not become a
+            // loop of calls (a half-open answer would come one recheck later at most).
+            seen.wait = seen.wait.max(self.cfg.open_for.min(PROBE_RECHECK));
+        }
         let mut v = self.view(route);
         if seen.state == BreakerState::HalfOpen && granted == 0 && v.probes.is_empty() {
             // Every probe lease is out, held by other processes: this one treats the

@@ -267,3 +267,32 @@ fn a_fleet_saying_closed_forever_cannot_keep_a_locally_opened_hanging_primary_in
         "{v}"
     );
 }
+
+/// A fleet that says "open for 1 ms" to every admission and record: well-formed, so the
+/// fleet stays in use, and the engine may ask again only after a bounded recheck.
+#[test]
+fn a_fleet_saying_open_for_a_millisecond_every_time_is_not_asked_in_a_loop() {
+    let units = 3;
+    let run = FleetRun::new(units);
+    super::faults::answering(&run, 0);
+    let redis = FakeRedis::start(Misbehave::ByKeys(&[
+        (2, "*3\r\n$4\r\nopen\r\n:1\r\n:0\r\n"),
+        (4, "*4\r\n$4\r\nopen\r\n:1\r\n:0\r\n:0\r\n"),
+    ]));
+    run.config(Some(&redis.url()), &[("reviewBudget", "2s")], "");
+    let t = Instant::now();
+    let (code, v, err) = run.review();
+    let took = t.elapsed();
+    // The fleet says every route is open: each unit ends unavailable, honestly, within the
+    // budget, and nothing was sent.
+    assert_eq!(code, 3, "{err}");
+    let unavailable = vec![("unavailable".to_string(), String::new()); units];
+    assert_eq!(statuses(&v), unavailable, "{v}");
+    assert!(run.fake.requests().is_empty());
+    assert!(took < Duration::from_secs(3), "a 2 s review took {took:?}");
+    assert_eq!(fleet_warnings(&err), 0, "{err}");
+    // Each unit asks each route at most once per 500 ms recheck (before: one call per
+    // millisecond per unit, over 6000 in this review).
+    let bound = (units * 2 * (2000 / 500 + 1)) as u64;
+    assert!(redis.scripts() <= bound, "{} calls", redis.scripts());
+}

@@ -32,6 +32,13 @@ fn cases() -> Vec<(Misbehave, &'static str)> {
             Reply("*3\r\n$9\r\nhalf_open\r\n:0\r\n:7\r\n"),
             "answered 7 probe leases granted",
         ),
+        // Open with no wait: the script says half_open once the open period is over, so
+        // this is no warden's answer (and taken as it is, the engine asks again at once,
+        // in a loop, until the budget is spent).
+        (
+            Reply("*3\r\n$4\r\nopen\r\n:0\r\n:0\r\n"),
+            "answered open for 0ms",
+        ),
         (
             Reply("*3\r\n$4\r\nopen\r\n:9223372036854775807\r\n:0\r\n"),
             "longer than this process's breakers ever stay open",

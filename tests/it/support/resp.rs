@@ -4,10 +4,11 @@
 //! connection closed mid-reply, or well-formed answers that lie. It counts the script
 //! calls and the bytes it sent.
 
+use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// What the fake answers to a script call.
@@ -27,6 +28,8 @@ pub enum Misbehave {
     /// Well-formed answers, by the script's number of keys (a breaker's admission has 2,
     /// its record 4): e.g. "closed", whatever happened; an error for any other script.
     ByKeys(&'static [(usize, &'static str)]),
+    /// As `ByKeys`, each script's answers taken in turn (a fleet flapping between states).
+    Cycle(&'static [(usize, &'static [&'static str])]),
 }
 
 pub struct FakeRedis {
@@ -41,10 +44,12 @@ impl FakeRedis {
         let port = listener.local_addr().unwrap().port();
         let (scripts, sent) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
         let (sc, se) = (scripts.clone(), sent.clone());
+        // A `Cycle`'s turn per script, shared by every connection.
+        let turns = Arc::new(Mutex::new(HashMap::new()));
         std::thread::spawn(move || {
             for conn in listener.incoming().flatten() {
-                let (how, sc, se) = (how.clone(), sc.clone(), se.clone());
-                std::thread::spawn(move || serve(conn, &how, &sc, &se));
+                let (how, sc, se, tu) = (how.clone(), sc.clone(), se.clone(), turns.clone());
+                std::thread::spawn(move || serve(conn, &how, &sc, &se, &tu));
             }
         });
         FakeRedis {
@@ -88,7 +93,13 @@ fn command(r: &mut BufReader<TcpStream>) -> Option<Vec<String>> {
     Some(out)
 }
 
-fn serve(conn: TcpStream, how: &Misbehave, scripts: &AtomicU64, sent: &AtomicU64) {
+fn serve(
+    conn: TcpStream,
+    how: &Misbehave,
+    scripts: &AtomicU64,
+    sent: &AtomicU64,
+    turns: &Mutex<HashMap<usize, usize>>,
+) {
     let mut w = conn.try_clone().unwrap();
     let mut r = BufReader::new(conn);
     let mut send = |bytes: &[u8]| {
@@ -127,6 +138,17 @@ fn serve(conn: TcpStream, how: &Misbehave, scripts: &AtomicU64, sent: &AtomicU64
                         .as_bytes(),
                 )
             }
+            ("EVALSHA" | "EVAL", Misbehave::Cycle(replies)) => {
+                scripts.fetch_add(1, Ordering::SeqCst);
+                let keys: usize = cmd.get(2).and_then(|n| n.parse().ok()).unwrap_or(0);
+                let reply = replies.iter().find(|(n, _)| *n == keys).map(|(_, all)| {
+                    let mut turns = turns.lock().unwrap();
+                    let turn = turns.entry(keys).or_insert(0);
+                    *turn += 1;
+                    all[(*turn - 1) % all.len()]
+                });
+                send(reply.unwrap_or("-ERR no answer scripted\r\n").as_bytes())
+            }
             ("EVALSHA" | "EVAL", _) => {
                 scripts.fetch_add(1, Ordering::SeqCst);
                 misbehave(how, &mut send)
@@ -155,6 +177,8 @@ fn misbehave(how: &Misbehave, send: &mut impl FnMut(&[u8]) -> bool) -> bool {
             send(&r.as_bytes()[..r.len() / 2]);
             false
         }
-        Misbehave::EchoPassword { .. } | Misbehave::ByKeys(_) => unreachable!("answered in serve"),
+        Misbehave::EchoPassword { .. } | Misbehave::ByKeys(_) | Misbehave::Cycle(_) => {
+            unreachable!("answered in serve")
+        }
     }
 }
