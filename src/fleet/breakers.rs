@@ -464,10 +464,19 @@ impl Breakers for FleetBreakers {
         let local = &self.floor.local;
         let fleet = self.fleet_state(route);
         let fleet_reopen = (fleet == Some(BreakerState::Open)).then(|| self.view(route).open_until);
-        floor::reopen(
+        let at = floor::reopen(
             (local.state(route), local.reopens_at(route)),
             (fleet, fleet_reopen),
-        )
+        )?;
+        // Both open periods are over, yet the route does not admit: probes in flight
+        // (its own, or the fleet's leases this process holds) decide it. The engine
+        // sleeps until this instant; one in the past would be a busy loop for as long as
+        // they run (up to a request deadline), so it looks again a recheck later.
+        let now = Instant::now();
+        if at <= now && !self.would_admit(route, now) {
+            return Some(now + PROBE_RECHECK);
+        }
+        Some(at)
     }
 
     fn state(&self, route: usize) -> BreakerState {

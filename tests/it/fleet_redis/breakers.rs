@@ -296,3 +296,51 @@ fn a_fleet_saying_open_for_a_millisecond_every_time_is_not_asked_in_a_loop() {
     let bound = (units * 2 * (2000 / 500 + 1)) as u64;
     assert!(redis.scripts() <= bound, "{} calls", redis.scripts());
 }
+
+/// The engine sleeps until a route's `reopens_at` when no route admits (and a unit
+/// waiting for a permit wakes then to go back to a preferred route): an instant in the
+/// past for a route that still does not admit is a busy loop for as long as the probes
+/// holding it are in flight (up to a request deadline).
+#[test]
+fn a_route_held_by_a_fleet_probe_in_flight_never_says_it_reopened_in_the_past() {
+    let redis = RedisServer::start();
+    runtime().block_on(async {
+        let open_for = Duration::from_millis(300);
+        let (a, b, seen) = two(&redis, "held", &exec(open_for, 1)).await;
+        // Another process opens the upstream for the fleet.
+        for _ in 0..2 {
+            b.record_async(0, now(), Outcome::Timeout, Hold::default())
+                .await;
+        }
+        tokio::time::sleep(open_for + Duration::from_millis(50)).await;
+        // This process, its own breaker closed, takes the fleet's probe lease; the probe
+        // hangs while its own plain calls time out and open its own breaker.
+        let (adm, _, lease) = a.admit_async(0, now()).await;
+        assert_eq!(adm, Admission::Probe);
+        assert!(lease.lease.is_some() && !lease.local_probe);
+        for _ in 0..2 {
+            a.record_async(0, now(), Outcome::Timeout, Hold::default())
+                .await;
+        }
+        tokio::time::sleep(open_for + Duration::from_millis(50)).await;
+        // openFor is over, but the fleet probe holds the route: no admission, and the
+        // next look is ahead, not behind.
+        let t = now();
+        assert!(!a.would_admit(0, t));
+        let reopen = a.reopens_at(0);
+        assert!(
+            reopen.is_some_and(|r| r > t),
+            "reopens {:?} after now",
+            reopen.map(|r| r.checked_duration_since(t))
+        );
+        // The probe succeeds: the route is not lost.
+        a.record_async(0, now(), Outcome::Ok, lease).await;
+        assert!(a.would_admit(0, now()));
+        let (adm, _, hold) = a.admit_async(0, now()).await;
+        assert_eq!(adm, Admission::Probe, "its own breaker probes once");
+        a.record_async(0, now(), Outcome::Ok, hold).await;
+        assert_eq!(a.admit_async(0, now()).await.0, Admission::Yes);
+        assert_eq!(a.state(0), BreakerState::Closed);
+        assert!(seen.lock().unwrap().is_empty());
+    });
+}
