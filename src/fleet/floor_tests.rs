@@ -290,3 +290,124 @@ async fn the_engine_is_shown_the_more_closed_off_level_once_per_change() {
         "this process's breaker is half_open, the fleet's is closed"
     );
 }
+
+/// One step of a run, as the engine and a fleet (honest, broken or hostile) could take it.
+#[derive(Debug, Clone)]
+enum Step {
+    /// An admission with this fleet answer (0: the fleet off, 1: no, 2: closed, 3: a
+    /// lease, 4: closed after being open, 5: closed after being half-open).
+    Admit(u8),
+    /// The outcome of the attempt in flight at this index (modulo), each once.
+    Record(usize, Outcome),
+    /// Time passes.
+    Advance(u64),
+    /// A record's answer: the fleet went from open to closed (another process's probe).
+    FleetCloses,
+}
+
+fn step() -> impl proptest::strategy::Strategy<Value = Step> {
+    use proptest::prelude::*;
+    let outcome = prop_oneof![
+        4 => Just(Outcome::Ok),
+        4 => Just(Outcome::Timeout),
+        2 => Just(Outcome::Unavailable),
+        2 => Just(Outcome::Cancelled),
+        1 => Just(Outcome::Auth),
+    ];
+    prop_oneof![
+        (0u8..6).prop_map(Step::Admit),
+        (any::<usize>(), outcome).prop_map(|(i, o)| Step::Record(i, o)),
+        (0u64..90).prop_map(Step::Advance),
+        Just(Step::FleetCloses),
+    ]
+}
+
+fn answer(kind: u8, lease: u64) -> Option<FleetAnswer> {
+    match kind {
+        0 => None,
+        1 => fleet(Admission::No, None),
+        2 => closed(),
+        3 => fleet(Admission::Probe, Some(lease)),
+        4 => reclosed(Open),
+        _ => reclosed(HalfOpen),
+    }
+}
+
+proptest::proptest! {
+    /// Whatever the fleet answers and in whatever order attempts end: after local refused,
+    /// would_admit says no (else the engine asks in a loop); while this process's
+    /// breaker is half-open, at most `halfOpenProbes` probes are out; and once every
+    /// attempt has ended and the open periods are over, the route admits again, exactly
+    /// `halfOpenProbes` probes if half-open (no slot or lease was lost).
+    #[test]
+    fn any_interleaving_keeps_the_probe_bound_and_gives_every_slot_back(
+        probes in 1u32..4,
+        steps in proptest::collection::vec(step(), 1..80),
+    ) {
+        let cfg = BreakerSettings {
+            window: Duration::from_secs(120),
+            min_calls: 2,
+            failure_rate: 0.5,
+            open_for: OPEN_FOR,
+            half_open_probes: probes,
+        };
+        let t0 = Instant::now();
+        let f = Floor::new(LocalBreakers::new(1, cfg, t0), 1);
+        let mut now = t0;
+        let mut out: Vec<Hold> = Vec::new();
+        for (n, s) in steps.into_iter().enumerate() {
+            match s {
+                Step::Admit(kind) => {
+                    let take = f.take(0, now);
+                    proptest::prop_assert!(
+                        !(take.refused() && f.would_admit(0, now)),
+                        "refused, yet would_admit says yes (the engine asks again at once)"
+                    );
+                    let fleet = if take.refused() { None } else { answer(kind, n as u64) };
+                    let (a, hold, _) = f.admit(0, now, take, fleet);
+                    if a == Admission::No {
+                        proptest::prop_assert_eq!(hold, Hold::default(), "nothing held");
+                    }
+                    if a != Admission::No {
+                        out.push(hold);
+                    }
+                    if a != Admission::No && f.local.state(0) == HalfOpen {
+                        let probing = out.iter().filter(|h| h.probe()).count() as u32;
+                        proptest::prop_assert!(probing <= probes, "{} probes out", probing);
+                    }
+                }
+                Step::Record(i, o) if !out.is_empty() => {
+                    let hold = out.remove(i % out.len());
+                    f.record(0, now, o, hold);
+                }
+                Step::Record(..) => {}
+                Step::Advance(s) => now += Duration::from_secs(s),
+                Step::FleetCloses => {
+                    let t = reclosed(Open).and_then(|a| a.transition);
+                    f.fleet_said(0, now, t.as_ref());
+                }
+            }
+        }
+        for hold in out.drain(..) {
+            f.record(0, now, Outcome::Cancelled, hold);
+        }
+        now += OPEN_FOR * 8 * 2;
+        let state = f.local.state(0);
+        if state == ForcedOpen {
+            return Ok(());
+        }
+        proptest::prop_assert!(f.would_admit(0, now), "{:?} route lost", state);
+        let expect = if state == Closed { (Admission::Yes, 1) } else { (Admission::Probe, probes) };
+        let admit = || {
+            let take = f.take(0, now);
+            let fleet = if take.refused() { None } else { closed() };
+            f.admit(0, now, take, fleet).0
+        };
+        for _ in 0..expect.1 {
+            proptest::prop_assert_eq!(admit(), expect.0);
+        }
+        if state != Closed {
+            proptest::prop_assert_eq!(admit(), Admission::No);
+        }
+    }
+}
