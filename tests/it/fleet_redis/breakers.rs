@@ -344,3 +344,146 @@ fn a_route_held_by_a_fleet_probe_in_flight_never_says_it_reopened_in_the_past() 
         assert!(seen.lock().unwrap().is_empty());
     });
 }
+
+/// halfOpenProbes = 2, this process's breaker half-open with both probes out, each holding
+/// a fleet lease too, when Redis dies (killed, or frozen: one bounded call): the probes'
+/// ends give back both slots, the one warning is given, and the route probes again
+/// (twice) once its own open period is over.
+#[test]
+fn redis_gone_while_both_half_open_probes_hold_fleet_leases_loses_no_slot() {
+    for freeze in [false, true] {
+        let mut redis = RedisServer::start();
+        runtime().block_on(async {
+            let open_for = Duration::from_millis(300);
+            let (a, b, seen) = two(&redis, "gone", &exec(open_for, 2)).await;
+            for _ in 0..2 {
+                a.record_async(0, now(), Outcome::Timeout, Hold::default())
+                    .await;
+            }
+            tokio::time::sleep(open_for + Duration::from_millis(50)).await;
+            let mut out = Vec::new();
+            for _ in 0..2 {
+                let (adm, _, hold) = a.admit_async(0, now()).await;
+                assert_eq!(adm, Admission::Probe);
+                assert!(hold.local_probe && hold.lease.is_some(), "{hold:?}");
+                out.push(hold);
+            }
+            assert!(!a.would_admit(0, now()), "both slots out");
+            assert_eq!(a.admit_async(0, now()).await.0, Admission::No);
+            assert_eq!(b.admit_async(0, now()).await.0, Admission::No, "no lease");
+            if freeze {
+                redis.pause();
+            } else {
+                redis.kill();
+            }
+            // One probe fails (open again, 600 ms), the other ends late and well.
+            let t = std::time::Instant::now();
+            a.record_async(0, now(), Outcome::Timeout, out[0]).await;
+            assert!(t.elapsed() < Duration::from_secs(1), "{:?}", t.elapsed());
+            a.record_async(0, now(), Outcome::Ok, out[1]).await;
+            assert_eq!(a.state(0), BreakerState::Open);
+            assert_eq!(seen.lock().unwrap().len(), 1, "{:?}", seen.lock().unwrap());
+            tokio::time::sleep(2 * open_for + Duration::from_millis(50)).await;
+            for _ in 0..2 {
+                let (adm, _, hold) = a.admit_async(0, now()).await;
+                assert_eq!(adm, Admission::Probe, "freeze {freeze}");
+                assert_eq!(hold, Hold::local(Admission::Probe));
+            }
+            assert_eq!(a.admit_async(0, now()).await.0, Admission::No);
+        });
+        if freeze {
+            redis.resume();
+        }
+    }
+}
+
+/// The most probes of one route in flight at once, from the report's attempts.
+fn most_probes_at_once(v: &serde_json::Value, route: &str) -> usize {
+    let probes: Vec<(u64, u64)> = v["units"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|u| u["attempts"].as_array().unwrap())
+        .filter(|a| a["probe"] == true && a["route"] == route)
+        .map(|a| {
+            let s = a["startedMs"].as_u64().unwrap();
+            (s, s + a["durationMs"].as_u64().unwrap())
+        })
+        .collect();
+    probes
+        .iter()
+        .map(|(s, _)| probes.iter().filter(|(a, b)| a <= s && s < b).count())
+        .max()
+        .unwrap_or(0)
+}
+
+/// Both routes hang (each attempt times out after 1.4 s), open after two timeouts and
+/// half-open 300 ms later with two probes; units queue behind two permits per route. The
+/// review budget (4 s) ends while the second round of probes is out (from 3.7 s), with
+/// Redis answering or frozen just before (its calls in flight then cost one bounded call,
+/// and the fleet is off).
+#[test]
+fn the_review_deadline_cuts_half_open_probes_inside_its_budget_even_with_redis_frozen() {
+    let units = 16;
+    for freeze in [false, true] {
+        let redis = RedisServer::start();
+        let run = FleetRun::new(units);
+        run.fake.script("primary", vec![Behavior::Hang]);
+        run.fake.script("fallback", vec![Behavior::Hang]);
+        let slow = [
+            ("reviewBudget", "4s"),
+            ("requestTimeout", "1500ms"),
+            ("firstTokenTimeout", "1400ms"),
+            ("idleTimeout", "1400ms"),
+        ];
+        run.config(Some(&redis.url()), &slow, "");
+        let path = run.cfg.path().join("warden.toml");
+        let text = std::fs::read_to_string(&path)
+            .unwrap()
+            .replace(
+                "openFor = \"60s\"",
+                "openFor = \"300ms\"\nhalfOpenProbes = 2",
+            )
+            .replace("maxConcurrency = 4", "maxConcurrency = 2");
+        std::fs::write(&path, text).unwrap();
+        let child = run.command().spawn().unwrap();
+        std::thread::sleep(Duration::from_millis(3850));
+        if freeze {
+            redis.pause();
+        }
+        let (code, v, err) = finish(child);
+        if freeze {
+            redis.resume();
+        }
+        // Every unit has one honest status: its probe or attempt cut (cancelled), its hunk
+        // budget spent (timed_out), or no route admitted it (unavailable).
+        assert_eq!(code, 3, "{err}");
+        let ended: Vec<String> = statuses(&v).into_iter().map(|(s, _)| s).collect();
+        assert_eq!(ended.len(), units);
+        assert!(
+            ended
+                .iter()
+                .all(|s| ["cancelled", "timed_out", "unavailable"].contains(&s.as_str())),
+            "{ended:?}"
+        );
+        // Within the budget, or one Redis call bound (250 ms) past it when frozen.
+        let (took, budget) = (v["durationMs"].as_u64().unwrap(), 4000);
+        assert!(took <= budget + 250 + 150, "freeze {freeze}: {took} ms");
+        assert!(fleet_warnings(&err) <= usize::from(freeze), "{err}");
+        let cut: Vec<&serde_json::Value> = v["units"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|u| u["attempts"].as_array().unwrap())
+            .filter(|a| a["probe"] == true && a["outcome"] == "cancelled")
+            .collect();
+        assert!(
+            !cut.is_empty(),
+            "freeze {freeze}: no probe was out at the deadline"
+        );
+        for route in ["primary", "fallback"] {
+            let most = most_probes_at_once(&v, route);
+            assert!(most <= 2, "{most} probes at once on {route}: {v}");
+        }
+    }
+}
