@@ -487,3 +487,71 @@ fn the_review_deadline_cuts_half_open_probes_inside_its_budget_even_with_redis_f
         }
     }
 }
+
+/// A fleet flapping between closed, open and half-open (each script's answers in turn,
+/// well-formed, so it stays in use) while the primary hangs: every unit ends reviewed by
+/// the fallback or honestly unavailable within the budget, Redis is asked about once per
+/// admission and record (no loop), at most halfOpenProbes (2) probes of a route are out at
+/// once, and this process's own breaker keeps most units off the hanging primary.
+#[test]
+fn a_fleet_flapping_between_closed_open_and_half_open_keeps_every_promise() {
+    let units = 24;
+    let run = FleetRun::new(units);
+    run.fake.script("primary", vec![Behavior::Hang]);
+    let redis = FakeRedis::start(Misbehave::Cycle(&[
+        (
+            2,
+            &[
+                "*3\r\n$6\r\nclosed\r\n:0\r\n:0\r\n",
+                "*3\r\n$4\r\nopen\r\n:300\r\n:0\r\n",
+                "*3\r\n$9\r\nhalf_open\r\n:0\r\n:1\r\n",
+                "*3\r\n$9\r\nhalf_open\r\n:0\r\n:0\r\n",
+            ],
+        ),
+        (
+            4,
+            &[
+                "*4\r\n$6\r\nclosed\r\n:0\r\n:1\r\n:0\r\n",
+                "*4\r\n$4\r\nopen\r\n:400\r\n:2\r\n:2\r\n",
+                "*4\r\n$9\r\nhalf_open\r\n:0\r\n:0\r\n:0\r\n",
+            ],
+        ),
+    ]));
+    run.config(Some(&redis.url()), &[("reviewBudget", "6s")], "");
+    let path = run.cfg.path().join("warden.toml");
+    let text = std::fs::read_to_string(&path).unwrap().replace(
+        "openFor = \"60s\"",
+        "openFor = \"300ms\"\nhalfOpenProbes = 2",
+    );
+    std::fs::write(&path, text).unwrap();
+    let (_, v, err) = run.review();
+    let ended = statuses(&v);
+    assert_eq!(ended.len(), units);
+    for s in &ended {
+        let ok = *s == ("reviewed".into(), "fallback".into())
+            || *s == ("unavailable".into(), String::new());
+        assert!(ok, "{s:?}: {err}");
+    }
+    assert!(v["durationMs"].as_u64().unwrap() <= 6000, "{err}");
+    assert_eq!(fleet_warnings(&err), 0, "{err}");
+    let attempts: usize = v["units"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|u| u["attempts"].as_array().unwrap().len())
+        .sum();
+    let calls = redis.scripts() as usize;
+    assert!(
+        calls <= 4 * (attempts + units),
+        "{calls} calls, {attempts} attempts"
+    );
+    for route in ["primary", "fallback"] {
+        let most = most_probes_at_once(&v, route);
+        assert!(most <= 2, "{most} probes at once on {route}: {err}");
+    }
+    let primary = run.fake.requests_for("primary").len();
+    assert!(
+        primary <= units / 2,
+        "{primary} requests to the hanging primary"
+    );
+}
