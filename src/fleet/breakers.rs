@@ -464,19 +464,24 @@ impl Breakers for FleetBreakers {
         let local = &self.floor.local;
         let fleet = self.fleet_state(route);
         let fleet_reopen = (fleet == Some(BreakerState::Open)).then(|| self.view(route).open_until);
+        let local_state = local.state(route);
         let at = floor::reopen(
-            (local.state(route), local.reopens_at(route)),
+            (local_state, local.reopens_at(route)),
             (fleet, fleet_reopen),
-        )?;
-        // Both open periods are over, yet the route does not admit: probes in flight
-        // (its own, or the fleet's leases this process holds) decide it. The engine
-        // sleeps until this instant; one in the past would be a busy loop for as long as
-        // they run (up to a request deadline), so it looks again a recheck later.
+        );
+        let forced =
+            local_state == BreakerState::ForcedOpen || fleet == Some(BreakerState::ForcedOpen);
         let now = Instant::now();
-        if at <= now && !self.would_admit(route, now) {
-            return Some(now + PROBE_RECHECK);
+        if forced || self.would_admit(route, now) || at.is_some_and(|t| t > now) {
+            return at;
         }
-        Some(at)
+        // No open period left, yet the route does not admit: probes in flight (its own,
+        // or the fleet's leases this process holds) decide it, and their end may free it
+        // with no transition to announce (a fleet probe that failed while the fleet's view
+        // stays closed). The engine sleeps until this instant when no route admits: none
+        // would be a sleep to the unit's deadline, one in the past a busy loop for as long
+        // as the probes run. So it looks again a recheck later.
+        Some(now + PROBE_RECHECK)
     }
 
     fn state(&self, route: usize) -> BreakerState {

@@ -9,7 +9,7 @@ use warden::config::{BreakerSettings, Execution};
 use warden::engine::breaker::{Admission, BreakerState};
 use warden::engine::{Breakers, Hold};
 use warden::fleet::Upstream;
-use warden::fleet::breakers::FleetBreakers;
+use warden::fleet::breakers::{FleetBreakers, PROBE_RECHECK};
 use warden::provider::Outcome;
 
 fn exec(open_for: Duration, probes: u32) -> Execution {
@@ -554,4 +554,68 @@ fn a_fleet_flapping_between_closed_open_and_half_open_keeps_every_promise() {
         primary <= units / 2,
         "{primary} requests to the hanging primary"
     );
+}
+
+/// This process's fleet probe (its lease taken while its own breaker was closed) holds off
+/// its own half-open probes; when it ends, nothing may change that the engine is told of
+/// (its own breaker stays half-open, the fleet's view stays closed), yet the route admits
+/// again. Units waiting for a route must not sleep to their deadline: while it does not
+/// admit, the route says when to look again, at most one recheck ahead.
+#[test]
+fn a_route_waiting_on_its_fleet_probe_says_when_to_look_again() {
+    // Admissions: a lease, then closed; records: closed.
+    let fake = FakeRedis::start(Misbehave::Cycle(&[
+        (
+            2,
+            &[
+                "*3\r\n$9\r\nhalf_open\r\n:0\r\n:1\r\n",
+                "*3\r\n$6\r\nclosed\r\n:0\r\n:0\r\n",
+            ],
+        ),
+        (4, &["*4\r\n$6\r\nclosed\r\n:0\r\n:1\r\n:0\r\n"]),
+    ]));
+    runtime().block_on(async {
+        let (warn, seen) = warnings();
+        let fleet = Fleet::connect(target(&fake.url(), None, None), warn)
+            .await
+            .unwrap();
+        let up = Upstream {
+            provider: "openai".into(),
+            host: "h:1".into(),
+            model: "m".into(),
+        };
+        let open_for = Duration::from_millis(300);
+        let a = FleetBreakers::new(fleet, &[up], &exec(open_for, 1), now());
+        let (adm, _, lease) = a.admit_async(0, now()).await;
+        assert_eq!(adm, Admission::Probe);
+        for _ in 0..2 {
+            a.record_async(0, now(), Outcome::Timeout, Hold::default())
+                .await;
+        }
+        tokio::time::sleep(open_for + Duration::from_millis(20)).await;
+        // Half-open, but its fleet probe is out: no admission.
+        assert_eq!(a.admit_async(0, now()).await.0, Admission::No);
+        assert_eq!(a.state(0), BreakerState::HalfOpen);
+        let t = now();
+        assert!(!a.would_admit(0, t));
+        let look = a.reopens_at(0);
+        let after = now();
+        assert!(
+            look.is_some_and(|r| r > t && r <= after + PROBE_RECHECK),
+            "looks again {:?} after now",
+            look.map(|r| r.checked_duration_since(t))
+        );
+        // The probe times out: no transition to announce, and the route admits again.
+        assert_eq!(
+            a.record_async(0, now(), Outcome::Timeout, lease).await,
+            None
+        );
+        assert!(a.would_admit(0, now()));
+        let (adm, _, hold) = a.admit_async(0, now()).await;
+        assert_eq!(
+            (adm, hold),
+            (Admission::Probe, Hold::local(Admission::Probe))
+        );
+        assert!(seen.lock().unwrap().is_empty());
+    });
 }
