@@ -65,6 +65,9 @@ struct View {
     time_open: Duration,
     /// Probe leases this process holds.
     probes: VecDeque<String>,
+    /// How many of its probe leases are out, kept when the view changes (unlike `probes`):
+    /// their attempts are still in flight.
+    leases: u32,
     /// Half-open, and the fleet's last answer granted no lease while this process holds
     /// one: no new attempt until a verdict or a record (no asking Redis in a loop).
     full: bool,
@@ -170,8 +173,37 @@ impl FleetBreakers {
             // loop of calls (a half-open answer would come one recheck later at most).
             seen.wait = seen.wait.max(self.cfg.open_for.min(PROBE_RECHECK));
         }
+        let (answer, over) = self.take_answer(route, now, seen, granted == 1, (id, n));
+        if over {
+            // A warden Redis grants at most halfOpenProbes leases across the fleet; one
+            // more for this process (a hostile or flapping server, or leases of an earlier
+            // open period still out) goes back at once, and no attempt is asked for until
+            // one of its own probes ends.
+            self.fleet_record(route, now, Outcome::Cancelled, answer.lease)
+                .await;
+            self.view(route).full = true;
+            return Some(FleetAnswer {
+                admission: Admission::No,
+                lease: None,
+                ..answer
+            });
+        }
+        Some(answer)
+    }
+
+    /// The view takes an admission's answer (`granted`: a lease, `lease`: its id and
+    /// number); this call's own answer decides its attempt (the view may hold a newer
+    /// one). Also: whether the lease is one more than this process may hold.
+    fn take_answer(
+        &self,
+        route: usize,
+        now: Instant,
+        mut seen: Seen,
+        granted: bool,
+        lease: (String, u64),
+    ) -> (FleetAnswer, bool) {
         let mut v = self.view(route);
-        if seen.state == BreakerState::HalfOpen && granted == 0 && v.probes.is_empty() {
+        if seen.state == BreakerState::HalfOpen && !granted && v.probes.is_empty() {
             // Every probe lease is out, held by other processes: this one treats the
             // upstream as open and asks again shortly, instead of spinning on it. (Its own
             // probe's verdict comes back through its own record.)
@@ -183,22 +215,24 @@ impl FleetBreakers {
         }
         let transition = v.observe(seen, now, || self.reason_seen(seen.state));
         if seen.asked >= v.asked {
-            v.full = seen.state == BreakerState::HalfOpen && granted == 0;
+            v.full = seen.state == BreakerState::HalfOpen && !granted;
         }
-        // This call's own answer decides this attempt (the view may hold a newer one).
         let (admission, lease) = match seen.state {
             BreakerState::Closed => (Admission::Yes, None),
-            BreakerState::HalfOpen if granted == 1 => {
-                v.probes.push_back(id);
-                (Admission::Probe, Some(n))
+            BreakerState::HalfOpen if granted => {
+                v.probes.push_back(lease.0);
+                v.leases += 1;
+                (Admission::Probe, Some(lease.1))
             }
             _ => (Admission::No, None),
         };
-        Some(FleetAnswer {
+        let over = lease.is_some() && v.leases > self.cfg.half_open_probes;
+        let answer = FleetAnswer {
             admission,
             lease,
             transition,
-        })
+        };
+        (answer, over)
     }
 
     async fn fleet_record(
@@ -223,6 +257,7 @@ impl FleetBreakers {
         if probe {
             let mut v = self.view(route);
             v.probes.retain(|p| *p != probe_id);
+            v.leases = v.leases.saturating_sub(1);
             v.full = false;
         }
         let keys = &self.routes[route].keys;
@@ -334,6 +369,7 @@ impl View {
             opened_at: None,
             time_open: Duration::ZERO,
             probes: VecDeque::new(),
+            leases: 0,
             full: false,
             asked: 0,
         }

@@ -1,10 +1,11 @@
 //! Fleet mode against a real `redis-server` on loopback: the handle's bounds and its one
 //! warning, the trust boundary and TLS here; shared breakers (`breakers.rs`), fleet permits
-//! (`permits.rs`), Redis faults (`faults.rs`) and a hostile Redis (`hostile.rs`) with the
-//! real binary.
+//! (`permits.rs`), Redis faults (`faults.rs`), a hostile Redis (`hostile.rs`) with the
+//! real binary, and attacks on the local floor under the fleet's breakers (`half_open.rs`).
 
 mod breakers;
 mod faults;
+mod half_open;
 mod hostile;
 mod permits;
 
