@@ -9,11 +9,36 @@ use super::breakers::{exec, now, two};
 use super::*;
 use crate::support::fake_provider::Behavior;
 use crate::support::resp::{FakeRedis, Misbehave};
+use warden::config::Execution;
 use warden::engine::breaker::{Admission, BreakerState};
 use warden::engine::{Breakers, Hold};
 use warden::fleet::Upstream;
 use warden::fleet::breakers::{FleetBreakers, PROBE_RECHECK};
 use warden::provider::Outcome;
+
+/// Two timeouts open `b`'s own breaker (and the fleet's, unless it answers otherwise);
+/// then `open_for` passes.
+async fn open_then_wait(b: &FleetBreakers, open_for: Duration) {
+    for _ in 0..2 {
+        b.record_async(0, now(), Outcome::Timeout, Hold::default())
+            .await;
+    }
+    tokio::time::sleep(open_for + Duration::from_millis(50)).await;
+}
+
+/// One process's breakers over one upstream, its fleet on `fake`.
+async fn one_on(fake: &FakeRedis, e: &Execution) -> (FleetBreakers, Arc<Mutex<Vec<String>>>) {
+    let (warn, seen) = warnings();
+    let fleet = Fleet::connect(target(&fake.url(), None, None), warn)
+        .await
+        .unwrap();
+    let up = Upstream {
+        provider: "openai".into(),
+        host: "h:1".into(),
+        model: "m".into(),
+    };
+    (FleetBreakers::new(fleet, &[up], e, now()), seen)
+}
 
 /// A fleet that says "open for 1 ms" to every admission and record: well-formed, so the
 /// fleet stays in use, and the engine may ask again only after a bounded recheck.
@@ -55,21 +80,13 @@ fn a_route_held_by_a_fleet_probe_in_flight_never_says_it_reopened_in_the_past() 
         let open_for = Duration::from_millis(300);
         let (a, b, seen) = two(&redis, "held", &exec(open_for, 1)).await;
         // Another process opens the upstream for the fleet.
-        for _ in 0..2 {
-            b.record_async(0, now(), Outcome::Timeout, Hold::default())
-                .await;
-        }
-        tokio::time::sleep(open_for + Duration::from_millis(50)).await;
+        open_then_wait(&b, open_for).await;
         // This process, its own breaker closed, takes the fleet's probe lease; the probe
         // hangs while its own plain calls time out and open its own breaker.
         let (adm, _, lease) = a.admit_async(0, now()).await;
         assert_eq!(adm, Admission::Probe);
         assert!(lease.lease.is_some() && !lease.local_probe);
-        for _ in 0..2 {
-            a.record_async(0, now(), Outcome::Timeout, Hold::default())
-                .await;
-        }
-        tokio::time::sleep(open_for + Duration::from_millis(50)).await;
+        open_then_wait(&a, open_for).await;
         // openFor is over, but the fleet probe holds the route: no admission, and the
         // next look is ahead, not behind.
         let t = now();
@@ -103,11 +120,7 @@ fn redis_gone_while_both_half_open_probes_hold_fleet_leases_loses_no_slot() {
         runtime().block_on(async {
             let open_for = Duration::from_millis(300);
             let (a, b, seen) = two(&redis, "gone", &exec(open_for, 2)).await;
-            for _ in 0..2 {
-                a.record_async(0, now(), Outcome::Timeout, Hold::default())
-                    .await;
-            }
-            tokio::time::sleep(open_for + Duration::from_millis(50)).await;
+            open_then_wait(&a, open_for).await;
             let mut out = Vec::new();
             for _ in 0..2 {
                 let (adm, _, hold) = a.admit_async(0, now()).await;
@@ -322,24 +335,11 @@ fn a_route_waiting_on_its_fleet_probe_says_when_to_look_again() {
         (4, &["*4\r\n$6\r\nclosed\r\n:0\r\n:1\r\n:0\r\n"]),
     ]));
     runtime().block_on(async {
-        let (warn, seen) = warnings();
-        let fleet = Fleet::connect(target(&fake.url(), None, None), warn)
-            .await
-            .unwrap();
-        let up = Upstream {
-            provider: "openai".into(),
-            host: "h:1".into(),
-            model: "m".into(),
-        };
         let open_for = Duration::from_millis(300);
-        let a = FleetBreakers::new(fleet, &[up], &exec(open_for, 1), now());
+        let (a, seen) = one_on(&fake, &exec(open_for, 1)).await;
         let (adm, _, lease) = a.admit_async(0, now()).await;
         assert_eq!(adm, Admission::Probe);
-        for _ in 0..2 {
-            a.record_async(0, now(), Outcome::Timeout, Hold::default())
-                .await;
-        }
-        tokio::time::sleep(open_for + Duration::from_millis(20)).await;
+        open_then_wait(&a, open_for).await;
         // Half-open, but its fleet probe is out: no admission.
         assert_eq!(a.admit_async(0, now()).await.0, Admission::No);
         assert_eq!(a.state(0), BreakerState::HalfOpen);
@@ -376,11 +376,7 @@ fn an_auth_failure_during_half_open_forces_both_levels_open_whatever_the_other_p
     runtime().block_on(async {
         let open_for = Duration::from_millis(300);
         let (a, b, seen) = two(&redis, "auth", &exec(open_for, 2)).await;
-        for _ in 0..2 {
-            a.record_async(0, now(), Outcome::Timeout, Hold::default())
-                .await;
-        }
-        tokio::time::sleep(open_for + Duration::from_millis(50)).await;
+        open_then_wait(&a, open_for).await;
         let (_, _, first) = a.admit_async(0, now()).await;
         let (_, _, second) = a.admit_async(0, now()).await;
         assert!(first.local_probe && first.lease.is_some(), "{first:?}");
@@ -415,16 +411,7 @@ fn a_fleet_granting_every_admission_a_lease_gets_at_most_half_open_probes_from_t
         (4, "*4\r\n$9\r\nhalf_open\r\n:0\r\n:0\r\n:0\r\n"),
     ]));
     runtime().block_on(async {
-        let (warn, seen) = warnings();
-        let fleet = Fleet::connect(target(&fake.url(), None, None), warn)
-            .await
-            .unwrap();
-        let up = Upstream {
-            provider: "openai".into(),
-            host: "h:1".into(),
-            model: "m".into(),
-        };
-        let a = FleetBreakers::new(fleet, &[up], &exec(Duration::from_secs(30), 2), now());
+        let (a, seen) = one_on(&fake, &exec(Duration::from_secs(30), 2)).await;
         let mut out = Vec::new();
         for _ in 0..2 {
             let (adm, _, hold) = a.admit_async(0, now()).await;
