@@ -6,7 +6,7 @@
 
 use super::key::Key;
 use super::shared::{MAX_VALUE_BYTES, SharedStore};
-use crate::fleet::{Fleet, FleetError};
+use crate::fleet::{Fleet, FleetError, SMALL_REPLY_BYTES};
 use futures_util::future::BoxFuture;
 use std::sync::LazyLock;
 use std::time::Duration;
@@ -21,6 +21,17 @@ const KIND: &str = "cache";
 
 /// Keys asked per `SCAN` step when counting or clearing the shared level.
 const SCAN_COUNT: usize = 1000;
+
+/// The longest key a `SCAN` step may honestly answer, beyond the namespace's prefix: warden's
+/// answers are keyed by a 64-digit hash, so this leaves room for whatever else matches.
+const SCAN_KEY_BYTES: u64 = 1024;
+
+/// The most one value's part of a read may be: the value cut to [`MAX_VALUE_BYTES`] + 1 bytes
+/// and its framing (`$262145\r\n…\r\n`).
+const VALUE_REPLY_BYTES: u64 = MAX_VALUE_BYTES as u64 + 1 + 32;
+
+/// The most a pipeline of writes may be answered with, per write (`+OK\r\n`, or an error line).
+const WRITE_REPLY_BYTES: u64 = 256;
 
 /// How long one walk of the namespace (count or clear) may take, in call bounds (60 s at
 /// 250 ms): each step is bounded, and this bounds the steps, so a server whose cursor never
@@ -123,6 +134,10 @@ impl RedisLevel {
         Fut: std::future::Future<Output = Result<(), FleetError>>,
     {
         let pattern = self.pattern();
+        // A step answers about COUNT keys, Redis may give more: twice as many, each at most the
+        // prefix and SCAN_KEY_BYTES, with their framing.
+        let key_bytes = pattern.len() as u64 + SCAN_KEY_BYTES + 16;
+        let page = 2 * SCAN_COUNT as u64 * key_bytes + SMALL_REPLY_BYTES;
         let mut cursor: u64 = 0;
         let mut seen = 0u64;
         let budget = self.0.call_timeout().saturating_mul(SCAN_CALLS);
@@ -141,7 +156,7 @@ impl RedisLevel {
                 .arg(&pattern)
                 .arg("COUNT")
                 .arg(SCAN_COUNT);
-            let (next, mut keys): (u64, Vec<String>) = self.0.query(what, cmd).await?;
+            let (next, mut keys): (u64, Vec<String>) = self.0.query_sized(what, page, cmd).await?;
             keys.retain(|k| self.is_answer_key(k));
             seen += keys.len() as u64;
             if !keys.is_empty() {
@@ -194,9 +209,14 @@ impl SharedStore for RedisLevel {
             }
             inv.arg(MAX_VALUE_BYTES);
             const WHAT: &str = "reading the shared cache";
+            let most = keys.len() as u64 * VALUE_REPLY_BYTES + SMALL_REPLY_BYTES;
             let values: Vec<Option<Vec<u8>>> = self
                 .0
-                .call(WHAT, |mut c| async move { inv.invoke_async(&mut c).await })
+                .call_sized(
+                    WHAT,
+                    most,
+                    |mut c| async move { inv.invoke_async(&mut c).await },
+                )
                 .await
                 .map_err(|e| e.to_string())?;
             if values.len() != keys.len() {
@@ -224,9 +244,10 @@ impl SharedStore for RedisLevel {
                 .arg(ms)
                 .ignore();
         }
+        let most = entries.len() as u64 * WRITE_REPLY_BYTES + SMALL_REPLY_BYTES;
         Box::pin(async move {
             self.0
-                .call("writing the shared cache", |mut c| async move {
+                .call_sized("writing the shared cache", most, |mut c| async move {
                     pipe.query_async::<()>(&mut c).await
                 })
                 .await

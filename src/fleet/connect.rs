@@ -2,10 +2,12 @@
 //! runs the CI) wins over `[fleet] redis`; the password comes from the URL in that
 //! variable or from the variable `[fleet] passwordEnv` names, never from the repository.
 
+use super::budget::{Budgeted, ReadBudget};
 use crate::config::{FleetSettings, RedisUrl, Settings};
 use crate::error::Error;
+use redis::AsyncConnectionConfig;
 use redis::IntoConnectionInfo;
-use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use redis::aio::MultiplexedConnection;
 use std::time::Duration;
 
 /// The variable that names the fleet's Redis, password included if needed.
@@ -120,40 +122,68 @@ pub(super) fn scrub(text: &str, secrets: &[String]) -> String {
         .fold(text.to_string(), |t, s| t.replace(s.as_str(), "***"))
 }
 
-/// Opens the connection manager within [`super::CONNECT_TIMEOUT`], its own reconnects
-/// bounded by `call_timeout`. The error is a message fragment without the password.
+/// The connection [`open`] made: cheap to clone, and the task that drives it (aborted when
+/// this is dropped, which ends every clone).
+pub(super) struct Opened {
+    pub(super) conn: MultiplexedConnection,
+    pub(super) driver: Driver,
+}
+
+/// The task reading and writing the connection's stream, aborted on drop.
+pub(super) struct Driver(tokio::task::JoinHandle<()>);
+
+impl Drop for Driver {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// The most the handshake's replies (AUTH, SELECT, HELLO's map, CLIENT SETINFO) and the
+/// PING after it can honestly be.
+const HANDSHAKE_REPLY_BYTES: u64 = 64 * 1024;
+
+/// Opens one connection within [`super::CONNECT_TIMEOUT`], reading through `budget` (see
+/// [`super::budget`]); each call bounded by `call_timeout`. The error is a message fragment
+/// without the password.
 pub(super) async fn open(
     target: &Target,
     call_timeout: Duration,
-) -> Result<ConnectionManager, String> {
+    budget: &ReadBudget,
+) -> Result<Opened, String> {
     let server = target.url.to_string();
     let secrets = secrets(target);
     let scrub = |text: String| scrub(&text, &secrets);
     let password = target.password.clone()?;
-    let mut info = target
+    let info = target
         .url
         .expose()
         .into_connection_info()
         .map_err(|e| scrub(format!("redis {server}: {e}")))?;
+    let mut settings = info.redis_settings().clone();
     if let Some(p) = &password {
-        let settings = info.redis_settings().clone().set_password(p);
-        info = info.set_redis_settings(settings);
+        settings = settings.set_password(p);
     }
-    let client = redis::Client::open(info).map_err(|e| scrub(format!("redis {server}: {e}")))?;
-    let config = ConnectionManagerConfig::new()
-        .set_connection_timeout(Some(super::CONNECT_TIMEOUT))
-        .set_response_timeout(Some(call_timeout))
-        .set_number_of_retries(1)
-        .set_max_delay(call_timeout);
+    let config = AsyncConnectionConfig::new().set_response_timeout(Some(call_timeout));
     // A PING proves the server speaks Redis and accepted the password (a connection
     // alone proves neither).
+    // A reply past the cap is named as such, whichever step it broke.
+    let failed = |e: redis::RedisError| budget.overrun().unwrap_or_else(|| e.to_string());
     let connecting = async {
-        let mut conn = ConnectionManager::new_with_config(client, config).await?;
-        redis::cmd("PING").query_async::<String>(&mut conn).await?;
-        Ok::<_, redis::RedisError>(conn)
+        let _handshake = budget.grant(HANDSHAKE_REPLY_BYTES);
+        let stream = super::dial::stream(info.addr()).await?;
+        let stream = Budgeted::new(stream, budget.clone());
+        let (mut conn, drive) = MultiplexedConnection::new_with_config(&settings, stream, config)
+            .await
+            .map_err(failed)?;
+        let driver = Driver(tokio::spawn(drive));
+        redis::cmd("PING")
+            .query_async::<String>(&mut conn)
+            .await
+            .map_err(failed)?;
+        Ok::<_, String>(Opened { conn, driver })
     };
     match tokio::time::timeout(super::CONNECT_TIMEOUT, connecting).await {
-        Ok(Ok(conn)) => Ok(conn),
+        Ok(Ok(opened)) => Ok(opened),
         Ok(Err(e)) => Err(scrub(format!("cannot connect to redis {server}: {e}"))),
         Err(_) => Err(format!(
             "cannot connect to redis {server} within {}",

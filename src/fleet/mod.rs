@@ -10,15 +10,17 @@
 //! continues on local state with the same outcome it would have had without `[fleet]`.
 
 pub mod breakers;
+mod budget;
 pub mod bulkhead;
 mod connect;
+mod dial;
 mod floor;
 pub mod upstream;
 
 pub use connect::{Target, target, unused_caps_warning};
 pub use upstream::{Upstream, escape};
 
-use redis::aio::ConnectionManager;
+use redis::aio::MultiplexedConnection;
 use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -29,6 +31,11 @@ pub const CALL_TIMEOUT: Duration = Duration::from_millis(250);
 
 /// The longest connecting (TCP, TLS, AUTH, HELLO) may take.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// The most a reply to [`Fleet::call`] may be (see [`Fleet::call_sized`]): the breaker and
+/// permit scripts answer a few numbers and a state, a pipeline of writes a status each, and an
+/// error is a line.
+pub const SMALL_REPLY_BYTES: u64 = 16 * 1024;
 
 /// Where the fleet's one warning goes (stderr in the command; a list in tests).
 pub type Warn = Arc<dyn Fn(&str) + Send + Sync>;
@@ -62,13 +69,19 @@ pub enum FleetError {
     Off,
 }
 
-/// A connection to the fleet's Redis: cheap to clone (one shared connection manager),
-/// safe to use from any task of the runtime it was made on.
+/// A connection to the fleet's Redis: cheap to clone (one shared connection), safe to use
+/// from any task of the runtime it was made on. It reads no more than the calls in flight can
+/// honestly be answered with (see [`Fleet::call_sized`]); it does not reconnect, since the
+/// first failure turns the fleet off anyway.
 #[derive(Clone)]
 pub struct Fleet(Arc<Inner>);
 
 struct Inner {
-    conn: ConnectionManager,
+    conn: MultiplexedConnection,
+    /// Ends the connection when the last handle goes.
+    _driver: connect::Driver,
+    /// What the connection may still read (see [`budget`]).
+    budget: budget::ReadBudget,
     /// `warden:` plus the escaped namespace and `:` when one is set.
     prefix: String,
     call_timeout: Duration,
@@ -95,9 +108,12 @@ impl Fleet {
     /// As [`Fleet::connect`], with another bound for each call (tests).
     pub async fn connect_with(target: Target, warn: Warn, call_timeout: Duration) -> Option<Fleet> {
         let server = target.url.to_string();
-        match connect::open(&target, call_timeout).await {
-            Ok(conn) => Some(Fleet(Arc::new(Inner {
-                conn,
+        let budget = budget::ReadBudget::default();
+        match connect::open(&target, call_timeout, &budget).await {
+            Ok(opened) => Some(Fleet(Arc::new(Inner {
+                conn: opened.conn,
+                _driver: opened.driver,
+                budget,
                 prefix: prefix(target.namespace.as_deref()),
                 call_timeout,
                 off: AtomicBool::new(false),
@@ -133,8 +149,9 @@ impl Fleet {
         self.key(&[kind, &up.provider, &up.host, &up.model])
     }
 
-    /// Runs one Redis exchange within the call bound. `what` names it in the warning
-    /// ("recording an attempt"). `f` gets a clone of the connection manager:
+    /// Runs one Redis exchange within the call bound, its reply at most
+    /// [`SMALL_REPLY_BYTES`] (see [`Fleet::call_sized`] for larger ones). `what` names it in
+    /// the warning ("recording an attempt"). `f` gets a clone of the connection:
     ///
     /// ```no_run
     /// # async fn demo(fleet: warden::fleet::Fleet) -> Result<(), warden::fleet::FleetError> {
@@ -152,17 +169,43 @@ impl Fleet {
     /// goes on with local state.
     pub async fn call<T, F, Fut>(&self, what: &str, f: F) -> Result<T, FleetError>
     where
-        F: FnOnce(ConnectionManager) -> Fut,
+        F: FnOnce(MultiplexedConnection) -> Fut,
+        Fut: Future<Output = redis::RedisResult<T>>,
+    {
+        self.call_sized(what, SMALL_REPLY_BYTES, f).await
+    }
+
+    /// As [`Fleet::call`], for an exchange whose replies together are at most `reply_bytes`
+    /// (RESP framing included) when the server is honest. The connection may read that much
+    /// more while the call is in flight; a server that sends more than the calls in flight
+    /// can be answered with (an endless bulk string, a huge declared length) fails the
+    /// connection after at most that many bytes, and the call fails like any other.
+    pub async fn call_sized<T, F, Fut>(
+        &self,
+        what: &str,
+        reply_bytes: u64,
+        f: F,
+    ) -> Result<T, FleetError>
+    where
+        F: FnOnce(MultiplexedConnection) -> Fut,
         Fut: Future<Output = redis::RedisResult<T>>,
     {
         if !self.is_on() {
             return Err(FleetError::Off);
         }
         let i = &self.0;
+        let grant = i.budget.grant(reply_bytes);
         let answer = tokio::time::timeout(i.call_timeout, f(i.conn.clone())).await;
-        let err = match answer {
-            Ok(Ok(v)) => return Ok(v),
-            Ok(Err(e)) if !e.is_timeout() => FleetError::Redis {
+        drop(grant);
+        let err = match (answer, i.budget.overrun()) {
+            (Ok(Ok(v)), _) => return Ok(v),
+            // Whichever call the connection's failure reached first, the cap is the cause.
+            (_, Some(why)) => FleetError::Redis {
+                server: i.server.clone(),
+                what: what.to_string(),
+                message: why,
+            },
+            (Ok(Err(e)), None) if !e.is_timeout() => FleetError::Redis {
                 server: i.server.clone(),
                 what: what.to_string(),
                 message: self.scrub(&e.to_string()),
@@ -184,8 +227,20 @@ impl Fleet {
         what: &str,
         cmd: redis::Cmd,
     ) -> Result<T, FleetError> {
-        self.call(what, |mut c| async move { cmd.query_async(&mut c).await })
-            .await
+        self.query_sized(what, SMALL_REPLY_BYTES, cmd).await
+    }
+
+    /// One command whose reply is at most `reply_bytes` (see [`Fleet::call_sized`]).
+    pub async fn query_sized<T: redis::FromRedisValue + Send>(
+        &self,
+        what: &str,
+        reply_bytes: u64,
+        cmd: redis::Cmd,
+    ) -> Result<T, FleetError> {
+        self.call_sized(what, reply_bytes, |mut c| async move {
+            cmd.query_async(&mut c).await
+        })
+        .await
     }
 
     /// Whether the fleet is still used (no call has failed).

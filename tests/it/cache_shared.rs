@@ -531,6 +531,47 @@ fn an_oversized_shared_value_is_a_miss_and_is_never_sent_whole() {
 }
 
 #[test]
+fn a_read_whose_every_value_comes_back_cut_is_within_the_connection_s_read_cap() {
+    // The connection reads no more than each call's honest largest reply: for a read, 256 KiB
+    // + 1 byte and framing per value. Every value at that size must still be read (misses
+    // asked again), not taken for a hostile server (which turns the fleet off).
+    let redis = RedisServer::start();
+    let s = shared(6, &redis);
+    let (code, cold, _, _) = review_on(&s, &machine(&s, "a"), &[]);
+    let keys = cache_keys(&redis);
+    assert_eq!(keys.len(), 6);
+    let big = vec![b'x'; 300 << 10];
+    let mut conn = redis.client();
+    for k in &keys {
+        let _: () = ::redis::cmd("SET")
+            .arg(k)
+            .arg(&big)
+            .query(&mut conn)
+            .unwrap();
+    }
+    let before = redis.stat("total_net_output_bytes");
+    let (code_b, again, err, asked) = review_on(&s, &machine(&s, "b"), &[]);
+    let sent = redis.stat("total_net_output_bytes") - before;
+    assert_eq!((code_b, asked), (code, 6), "six misses, asked again: {err}");
+    assert_eq!(findings(&again), findings(&cold));
+    assert_eq!(
+        warnings(&err),
+        1,
+        "only the oversized answers' warning: {err}"
+    );
+    assert!(err.contains("6 stored answer(s)"), "{err}");
+    assert!(
+        sent > 6 * 256 * 1024,
+        "every value came back cut: {sent} bytes"
+    );
+    // The fleet stayed on: the fresh answers replaced the oversized values.
+    for k in &keys {
+        let len: u64 = ::redis::cmd("STRLEN").arg(k).query(&mut conn).unwrap();
+        assert!(len < 256 * 1024, "{k}: {len}");
+    }
+}
+
+#[test]
 fn clear_without_a_namespace_leaves_a_namespace_named_cache_alone() {
     let redis = RedisServer::start();
     let s = Setup::new(1);

@@ -47,7 +47,10 @@ fn cases() -> Vec<(Misbehave, &'static str)> {
             Drip("*3\r\n$6\r\nclosed\r\n:0\r\n:0\r\n", slow),
             "did not answer asking a breaker within 250ms",
         ),
-        (EndlessBulk, "did not answer asking a breaker within 250ms"),
+        (
+            EndlessBulk,
+            "failed asking a breaker: redis sent more than its replies can be",
+        ),
         (
             CloseMidReply("*3\r\n$6\r\nclosed\r\n:0\r\n:0\r\n"),
             "asking a breaker",
@@ -83,6 +86,74 @@ fn whatever_a_hostile_redis_answers_the_review_is_the_one_without_fleet() {
         eprintln!(
             "{how:?}: {} bytes sent by the fake, review took {took:?}",
             fake.sent()
+        );
+        if matches!(how, Misbehave::EndlessBulk) {
+            // The breaker calls in flight (16 KiB each) and the sockets' buffers; before the
+            // cap, whatever loopback carried in 250 ms (286 MB measured).
+            assert!(fake.sent() < SENT_BOUND, "{} bytes sent", fake.sent());
+        }
+    }
+}
+
+/// What an endless reply may put on the wire before warden stops it: the grants of the calls
+/// in flight plus the two sockets' buffers (a few MiB on loopback at most).
+const SENT_BOUND: u64 = 16 << 20;
+
+/// A script call through the handle, granted `grant` bytes of reply.
+async fn script_call(fleet: &Fleet, grant: u64) -> Result<::redis::Value, FleetError> {
+    fleet
+        .call_sized("asking a script", grant, |mut c| async move {
+            ::redis::Script::new("return 1")
+                .prepare_invoke()
+                .invoke_async(&mut c)
+                .await
+        })
+        .await
+}
+
+#[test]
+fn an_endless_bulk_string_is_read_no_further_than_the_calls_in_flight_can_be_answered_with() {
+    let rt = runtime();
+    // One call granted a breaker's 16 KiB, one a cache read's 1 MiB, two at once (additive).
+    for (grants, cap) in [
+        (vec![16 << 10], 16 << 10),
+        (vec![1 << 20], 1 << 20),
+        (vec![16 << 10, 16 << 10], 32 << 10),
+    ] {
+        let fake = FakeRedis::start(Misbehave::EndlessBulk);
+        let (warn, seen) = warnings();
+        rt.block_on(async {
+            let fleet = Fleet::connect(target(&fake.url(), None, None), warn)
+                .await
+                .expect("connects");
+            let calls = grants.iter().map(|g| script_call(&fleet, *g));
+            let answers = futures_util::future::join_all(calls).await;
+            let says = format!("the calls in flight are answered in at most {cap} bytes");
+            for a in answers {
+                let e = a.unwrap_err();
+                assert!(
+                    matches!(e, FleetError::Redis { .. }) && e.to_string().contains(&says),
+                    "{grants:?}: {e}"
+                );
+            }
+            assert!(!fleet.is_on());
+            // Warden closed the connection while the handle is still alive: the fake's writes
+            // fail. Before the cap it read on until the handle was dropped.
+            let t = Instant::now();
+            while fake.ended() == 0 && t.elapsed() < Duration::from_secs(5) {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+            assert_eq!(fake.ended(), 1, "{grants:?}: the connection is still read");
+            let sent = fake.sent();
+            eprintln!("{grants:?}: the fake wrote {sent} bytes before warden closed");
+            assert!(sent < cap + SENT_BOUND, "{grants:?}: {sent} bytes sent");
+            drop(fleet);
+        });
+        let seen = seen.lock().unwrap();
+        assert_eq!(seen.len(), 1, "{seen:?}");
+        assert!(
+            seen[0].contains("failed asking a script: redis sent more"),
+            "{seen:?}"
         );
     }
 }
@@ -130,6 +201,34 @@ fn a_password_in_the_url_is_never_shown_even_when_the_server_echoes_it() {
             }
         }
     }
+}
+
+#[test]
+fn an_endless_answer_to_the_handshake_is_cut_off_and_the_run_is_local() {
+    let fake = FakeRedis::start(Misbehave::EndlessPong);
+    let rt = runtime();
+    let (warn, seen) = warnings();
+    rt.block_on(async {
+        let fleet = Fleet::connect(target(&fake.url(), None, None), warn).await;
+        assert!(fleet.is_none());
+    });
+    let t = Instant::now();
+    while fake.ended() == 0 && t.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(fake.ended(), 1, "the connection was closed");
+    assert!(
+        fake.sent() < (64 << 10) + SENT_BOUND,
+        "{} bytes",
+        fake.sent()
+    );
+    let seen = seen.lock().unwrap();
+    assert_eq!(seen.len(), 1, "{seen:?}");
+    assert!(
+        seen[0].contains("cannot connect to redis")
+            && seen[0].contains("the calls in flight are answered in at most 65536 bytes"),
+        "{seen:?}"
+    );
 }
 
 #[test]

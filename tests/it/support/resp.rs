@@ -2,7 +2,7 @@
 //! HELLO) like a server and then misbehaves on every script call (EVALSHA / EVAL) as its
 //! [`Misbehave`] says: wrong types, absurd numbers, a drip, an endless bulk string, a
 //! connection closed mid-reply, or well-formed answers that lie. It counts the script
-//! calls and the bytes it sent.
+//! calls, the bytes it sent and the connections that ended.
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -20,6 +20,8 @@ pub enum Misbehave {
     Drip(&'static str, Duration),
     /// A bulk string that says it is 1 GB long, then bytes until the client leaves.
     EndlessBulk,
+    /// The same endless bulk string as the answer to the handshake's PING.
+    EndlessPong,
     /// The first half of this reply, then the connection is closed.
     CloseMidReply(&'static str),
     /// Echoes the password the client sent with AUTH in an error: to AUTH itself when
@@ -36,6 +38,7 @@ pub struct FakeRedis {
     port: u16,
     scripts: Arc<AtomicU64>,
     sent: Arc<AtomicU64>,
+    ended: Arc<AtomicU64>,
 }
 
 impl FakeRedis {
@@ -43,19 +46,25 @@ impl FakeRedis {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
         let port = listener.local_addr().unwrap().port();
         let (scripts, sent) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
-        let (sc, se) = (scripts.clone(), sent.clone());
+        let ended = Arc::new(AtomicU64::new(0));
+        let (sc, se, en) = (scripts.clone(), sent.clone(), ended.clone());
         // A `Cycle`'s turn per script, shared by every connection.
         let turns = Arc::new(Mutex::new(HashMap::new()));
         std::thread::spawn(move || {
             for conn in listener.incoming().flatten() {
                 let (how, sc, se, tu) = (how.clone(), sc.clone(), se.clone(), turns.clone());
-                std::thread::spawn(move || serve(conn, &how, &sc, &se, &tu));
+                let en = en.clone();
+                std::thread::spawn(move || {
+                    serve(conn, &how, &sc, &se, &tu);
+                    en.fetch_add(1, Ordering::SeqCst);
+                });
             }
         });
         FakeRedis {
             port,
             scripts,
             sent,
+            ended,
         }
     }
 
@@ -68,9 +77,14 @@ impl FakeRedis {
         self.scripts.load(Ordering::SeqCst)
     }
 
-    /// Bytes written to clients so far.
+    /// Bytes written to clients so far (an endless reply: until the client closed).
     pub fn sent(&self) -> u64 {
         self.sent.load(Ordering::SeqCst)
+    }
+
+    /// Connections that ended: the client left, or a write to it failed.
+    pub fn ended(&self) -> u64 {
+        self.ended.load(Ordering::SeqCst)
     }
 }
 
@@ -116,6 +130,7 @@ fn serve(
             .map(|c| c.to_ascii_uppercase())
             .unwrap_or_default();
         let ok = match (name.as_str(), how) {
+            ("PING", Misbehave::EndlessPong) => misbehave(&Misbehave::EndlessBulk, &mut send),
             ("PING", _) => send(b"+PONG\r\n"),
             // A cursor that never comes back to 0.
             ("SCAN", _) => send(b"*2\r\n$1\r\n1\r\n*0\r\n"),
@@ -177,8 +192,9 @@ fn misbehave(how: &Misbehave, send: &mut impl FnMut(&[u8]) -> bool) -> bool {
             send(&r.as_bytes()[..r.len() / 2]);
             false
         }
-        Misbehave::EchoPassword { .. } | Misbehave::ByKeys(_) | Misbehave::Cycle(_) => {
-            unreachable!("answered in serve")
-        }
+        Misbehave::EchoPassword { .. }
+        | Misbehave::ByKeys(_)
+        | Misbehave::Cycle(_)
+        | Misbehave::EndlessPong => unreachable!("answered in serve"),
     }
 }
