@@ -493,41 +493,85 @@ fn verdicts_travel_with_shared_answers() {
     assert_eq!(levels(&warm), ["shared"]);
 }
 
-#[test]
-fn an_oversized_shared_value_is_a_miss_and_is_never_sent_whole() {
-    let redis = RedisServer::start();
-    let s = shared(1, &redis);
+/// Two machines' reviews around junk planted in Redis: machine a fills the shared level with
+/// `units` answers, each is then replaced by `bytes` bytes (as whoever can write to the fleet's
+/// Redis could), and machine b reviews.
+struct Planted {
+    code: i32,
+    cold: Value,
+    code_b: i32,
+    again: Value,
+    err: String,
+    asked: usize,
+    /// Bytes Redis sent during b's review.
+    sent: u64,
+    keys: Vec<String>,
+}
+
+fn plant_and_review_again(redis: &RedisServer, units: usize, bytes: usize) -> Planted {
+    let s = shared(units, redis);
     let (code, cold, _, _) = review_on(&s, &machine(&s, "a"), &[]);
-    let keys = cache_keys(&redis);
-    assert_eq!(keys.len(), 1);
-    // Whoever can write to the fleet's Redis stores 64 MB under the key (Redis allows 512).
-    let huge = vec![b'x'; 64 << 20];
-    let _: () = ::redis::cmd("SET")
-        .arg(&keys[0])
-        .arg(huge)
-        .query(&mut redis.client())
-        .unwrap();
+    let keys = cache_keys(redis);
+    assert_eq!(keys.len(), units);
+    let junk = vec![b'x'; bytes];
+    let mut conn = redis.client();
+    for k in &keys {
+        let _: () = ::redis::cmd("SET")
+            .arg(k)
+            .arg(&junk)
+            .query(&mut conn)
+            .unwrap();
+    }
     let before = redis.stat("total_net_output_bytes");
     let (code_b, again, err, asked) = review_on(&s, &machine(&s, "b"), &[]);
     let sent = redis.stat("total_net_output_bytes") - before;
     eprintln!("bytes sent by redis during the review: {sent}");
-    assert_eq!((code_b, asked), (code, 1), "a miss, asked again: {err}");
-    assert_eq!(findings(&again), findings(&cold));
-    assert_eq!(warnings(&err), 1, "{err}");
+    Planted {
+        code,
+        cold,
+        code_b,
+        again,
+        err,
+        asked,
+        sent,
+        keys,
+    }
+}
+
+/// The fleet stayed on: the fresh answers replaced the planted values.
+fn replaced(redis: &RedisServer, keys: &[String]) {
+    for k in keys {
+        let len: u64 = ::redis::cmd("STRLEN")
+            .arg(k)
+            .query(&mut redis.client())
+            .unwrap();
+        assert!(len < 256 * 1024, "{k}: {len}");
+    }
+}
+
+#[test]
+fn an_oversized_shared_value_is_a_miss_and_is_never_sent_whole() {
+    let redis = RedisServer::start();
+    // 64 MB under the key (Redis allows 512).
+    let p = plant_and_review_again(&redis, 1, 64 << 20);
+    let err = &p.err;
+    assert_eq!(
+        (p.code_b, p.asked),
+        (p.code, 1),
+        "a miss, asked again: {err}"
+    );
+    assert_eq!(findings(&p.again), findings(&p.cold));
+    assert_eq!(warnings(err), 1, "{err}");
     assert!(
         err.contains("1 stored answer(s)") && err.contains("over 256 KiB"),
         "{err}"
     );
     assert!(
-        sent < 2 * 256 * 1024,
-        "redis sent {sent} bytes: the 64 MB value was read whole"
+        p.sent < 2 * 256 * 1024,
+        "redis sent {} bytes: the 64 MB value was read whole",
+        p.sent
     );
-    // The fleet stayed on: the fresh answer replaced the oversized value.
-    let len: u64 = ::redis::cmd("STRLEN")
-        .arg(&keys[0])
-        .query(&mut redis.client())
-        .unwrap();
-    assert!(len < 256 * 1024, "{len}");
+    replaced(&redis, &p.keys);
 }
 
 #[test]
@@ -536,39 +580,26 @@ fn a_read_whose_every_value_comes_back_cut_is_within_the_connection_s_read_cap()
     // + 1 byte and framing per value. Every value at that size must still be read (misses
     // asked again), not taken for a hostile server (which turns the fleet off).
     let redis = RedisServer::start();
-    let s = shared(6, &redis);
-    let (code, cold, _, _) = review_on(&s, &machine(&s, "a"), &[]);
-    let keys = cache_keys(&redis);
-    assert_eq!(keys.len(), 6);
-    let big = vec![b'x'; 300 << 10];
-    let mut conn = redis.client();
-    for k in &keys {
-        let _: () = ::redis::cmd("SET")
-            .arg(k)
-            .arg(&big)
-            .query(&mut conn)
-            .unwrap();
-    }
-    let before = redis.stat("total_net_output_bytes");
-    let (code_b, again, err, asked) = review_on(&s, &machine(&s, "b"), &[]);
-    let sent = redis.stat("total_net_output_bytes") - before;
-    assert_eq!((code_b, asked), (code, 6), "six misses, asked again: {err}");
-    assert_eq!(findings(&again), findings(&cold));
+    let p = plant_and_review_again(&redis, 6, 300 << 10);
+    let err = &p.err;
     assert_eq!(
-        warnings(&err),
+        (p.code_b, p.asked),
+        (p.code, 6),
+        "six misses, asked again: {err}"
+    );
+    assert_eq!(findings(&p.again), findings(&p.cold));
+    assert_eq!(
+        warnings(err),
         1,
         "only the oversized answers' warning: {err}"
     );
     assert!(err.contains("6 stored answer(s)"), "{err}");
     assert!(
-        sent > 6 * 256 * 1024,
-        "every value came back cut: {sent} bytes"
+        p.sent > 6 * 256 * 1024,
+        "every value came back cut: {} bytes",
+        p.sent
     );
-    // The fleet stayed on: the fresh answers replaced the oversized values.
-    for k in &keys {
-        let len: u64 = ::redis::cmd("STRLEN").arg(k).query(&mut conn).unwrap();
-        assert!(len < 256 * 1024, "{k}: {len}");
-    }
+    replaced(&redis, &p.keys);
 }
 
 #[test]
