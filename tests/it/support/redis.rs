@@ -94,7 +94,14 @@ impl RedisServer {
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
-            .expect("redis-server is installed (apt-get install redis-server)");
+            .unwrap_or_else(|e| {
+                panic!(
+                    "cannot start redis-server ({e}): the fleet tests run a real one on \
+                     127.0.0.1. Run the README's test command, scripts/test, which installs \
+                     it; or install it yourself (Debian/Ubuntu: apt-get install \
+                     redis-server; macOS: brew install redis) so that redis-server is on PATH"
+                )
+            });
         self.child = Some(child);
         let until = Instant::now() + Duration::from_secs(10);
         while Instant::now() < until {
