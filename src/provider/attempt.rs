@@ -160,6 +160,14 @@ pub struct AttemptRecord {
     /// The gateway that answered, when its response headers name one (`litellm`): a
     /// gateway may retry on its own inside what warden counts as one attempt.
     pub gateway: Option<&'static str>,
+    /// What the answer's rate-limit headers said (any status, success or not), for the
+    /// engine's pacing and the reports (DESIGN.md section 13). Boxed: most answers carry
+    /// none, and records travel inside every `AttemptFinished` event.
+    pub rate_limit: Option<Box<super::ratelimit::RateLimitInfo>>,
+    /// Something about this route's answers the user should act on, set by the provider
+    /// at most once per route and run (a rate-limit header it dropped as garbage or a
+    /// lie): the engine says it as an `Event::Warning`.
+    pub warning: Option<String>,
 }
 
 impl AttemptRecord {
@@ -190,6 +198,8 @@ impl AttemptRecord {
             reason: "the attempt did not finish".into(),
             retry_after: None,
             gateway: None,
+            rate_limit: None,
+            warning: None,
         }
     }
 }

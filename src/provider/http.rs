@@ -94,6 +94,9 @@ pub(crate) struct Exchange {
     pub request_id: Option<String>,
     /// The gateway that answered, when its response headers say so (`litellm`).
     pub gateway: Option<&'static str>,
+    /// What the response's rate-limit headers said, and a header dropped as bad.
+    pub rate_limit: Option<super::ratelimit::RateLimitInfo>,
+    pub rate_limit_warning: Option<String>,
     pub result: Result<Answer, Failure>,
 }
 
@@ -155,6 +158,8 @@ pub(crate) async fn exchange(
         bytes: 0,
         request_id: None,
         gateway: None,
+        rate_limit: None,
+        rate_limit_warning: None,
         result: Err(Failure::new(Outcome::Unavailable, "not sent")),
     };
     let url = request.url().clone();
@@ -181,6 +186,8 @@ pub(crate) async fn exchange(
     if super::litellm::is_gateway_response(&headers) {
         ex.gateway = Some("litellm");
     }
+    (ex.rate_limit, ex.rate_limit_warning) =
+        super::ratelimit::parse(&headers, std::time::SystemTime::now());
     let mut resp = resp;
 
     if resp.status().is_redirection() {

@@ -9,6 +9,7 @@ pub mod classify;
 mod http;
 mod litellm;
 mod openai;
+pub mod ratelimit;
 pub mod secret;
 pub mod sim;
 pub mod sse;
@@ -16,6 +17,7 @@ pub(crate) mod tls;
 
 pub use attempt::{AttemptRecord, Outcome, Stage, Usage};
 pub use http::ResponseCaps;
+pub use ratelimit::{RateLimitInfo, Window};
 
 use crate::config::{ProviderKind, Route, Settings};
 use crate::error::Result;
@@ -109,6 +111,8 @@ pub struct HttpProvider {
     key: Option<ApiKey>,
     client: reqwest::Client,
     caps: ResponseCaps,
+    /// Set once a dropped rate-limit header was reported: said once per route and run.
+    rate_limit_warned: std::sync::atomic::AtomicBool,
 }
 
 impl std::fmt::Debug for HttpProvider {
@@ -150,6 +154,7 @@ impl HttpProvider {
             route: route.clone(),
             key,
             caps: ResponseCaps::default(),
+            rate_limit_warned: Default::default(),
         })
     }
 
@@ -222,6 +227,7 @@ impl HttpProvider {
             http_status: ex.status,
             request_id: ex.request_id,
             gateway: ex.gateway,
+            rate_limit: ex.rate_limit.map(Box::new),
             ..AttemptRecord::new(
                 &self.route.name,
                 self.route.provider.as_str(),
@@ -229,6 +235,13 @@ impl HttpProvider {
                 req.limits.total,
             )
         };
+        if let Some(w) = ex.rate_limit_warning
+            && !self
+                .rate_limit_warned
+                .swap(true, std::sync::atomic::Ordering::SeqCst)
+        {
+            record.warning = Some(secret::clean(self.key.as_ref(), &w, secret::REASON_CHARS));
+        }
         let result = ex.result.and_then(|answer| {
             record.model_answered = answer.model.clone();
             record.usage = answer.usage;

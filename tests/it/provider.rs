@@ -438,3 +438,122 @@ fn dropping_an_attempt_closes_its_connection_at_once() {
         hung.saturating_duration_since(cancelled_at)
     );
 }
+
+/// Rate-limit headers (DESIGN.md section 13) reach the attempt's record on every answer,
+/// success or back-pressure, over real HTTP; a lying header is dropped and said once.
+#[test]
+fn rate_limit_headers_reach_the_record_on_success_and_on_a_429() {
+    use warden::provider::{RateLimitInfo, Window};
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let fake = FakeProvider::start();
+    fake.answer_headers(&[
+        ("x-ratelimit-limit-requests", "5"),
+        ("x-ratelimit-remaining-requests", "4"),
+        ("x-ratelimit-reset-requests", "200ms"),
+        ("x-ratelimit-limit-tokens", "40000"),
+        ("x-ratelimit-remaining-tokens", "39000"),
+        ("x-ratelimit-reset-tokens", "6m0s"),
+    ]);
+    fake.script(
+        "ok",
+        vec![Behavior::Answer(findings_answer(json!([finding(
+            3, "high", "x"
+        )])))],
+    );
+    let p = HttpProvider::new(
+        &route("r", ProviderKind::OpenAi, "ok", &fake.base_url(), true),
+        None,
+        Duration::from_millis(500),
+    );
+    let a = rt.block_on(p.attempt(&request()));
+    assert_eq!(a.record.outcome, Outcome::Ok, "{:?}", a.record);
+    assert_eq!(
+        a.record.rate_limit.as_deref(),
+        Some(&RateLimitInfo {
+            requests: Some(Window {
+                limit: Some(5),
+                remaining: 4,
+                reset_after: Duration::from_millis(200),
+            }),
+            tokens: Some(Window {
+                limit: Some(40_000),
+                remaining: 39_000,
+                reset_after: Duration::from_secs(360),
+            }),
+        })
+    );
+    assert_eq!(a.record.warning, None);
+
+    // Anthropic's 429: its RFC 3339 reset, read against the clock when it arrived.
+    let reset = humantime::format_rfc3339(std::time::SystemTime::now() + Duration::from_secs(20))
+        .to_string();
+    fake.script(
+        "busy",
+        vec![Behavior::status_with(
+            429,
+            &[
+                ("retry-after", "20"),
+                ("anthropic-ratelimit-requests-limit", "50"),
+                ("anthropic-ratelimit-requests-remaining", "0"),
+                ("anthropic-ratelimit-requests-reset", &reset),
+            ],
+            r#"{"type":"error","error":{"type":"rate_limit_error","message":"slow down"}}"#,
+        )],
+    );
+    let p = HttpProvider::new(
+        &route(
+            "a",
+            ProviderKind::Anthropic,
+            "busy",
+            &fake.base_url(),
+            false,
+        ),
+        None,
+        Duration::from_millis(500),
+    );
+    let a = rt.block_on(p.attempt(&request()));
+    assert_eq!(a.record.outcome, Outcome::RateLimited, "{:?}", a.record);
+    let w = a
+        .record
+        .rate_limit
+        .and_then(|r| r.requests)
+        .expect("requests window");
+    assert_eq!((w.limit, w.remaining), (Some(50), 0));
+    assert!(
+        w.reset_after > Duration::from_secs(17) && w.reset_after <= Duration::from_secs(20),
+        "{w:?}"
+    );
+}
+
+#[test]
+fn a_lying_rate_limit_header_is_dropped_and_warned_of_once_per_route() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let fake = FakeProvider::start();
+    // An hour to reset a 60-a-minute window.
+    fake.answer_headers(&[
+        ("x-ratelimit-limit-requests", "60"),
+        ("x-ratelimit-remaining-requests", "0"),
+        ("x-ratelimit-reset-requests", "1h0m0s"),
+    ]);
+    let p = HttpProvider::new(
+        &route("r", ProviderKind::OpenAi, "m", &fake.base_url(), true),
+        None,
+        Duration::from_millis(500),
+    );
+    let records: Vec<_> = (0..3)
+        .map(|_| rt.block_on(p.attempt(&request())).record)
+        .collect();
+    for r in &records {
+        assert_eq!(r.outcome, Outcome::Ok, "{r:?}");
+        assert_eq!(r.rate_limit, None, "the lying window is not used");
+    }
+    let warning = records[0].warning.as_deref().expect("a warning");
+    assert!(
+        warning.contains("x-ratelimit-reset-requests") && warning.contains("1h0m0s"),
+        "{warning}"
+    );
+    assert!(
+        records[1..].iter().all(|r| r.warning.is_none()),
+        "said once per route and run"
+    );
+}

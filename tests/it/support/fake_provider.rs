@@ -151,6 +151,8 @@ struct State {
     in_flight: usize,
     /// The most requests in flight at once so far.
     max_in_flight: usize,
+    /// Headers every 200 answer carries (rate-limit headers, for instance).
+    answer_headers: Vec<(String, String)>,
 }
 
 /// Counts a request in flight until it is dropped (answered, or the client hung up).
@@ -250,6 +252,15 @@ impl FakeProvider {
             .unwrap()
             .scripts
             .insert(model.to_string(), seq.into());
+        self
+    }
+
+    /// Headers every 200 answer carries from now on (error statuses carry their own).
+    pub fn answer_headers(&self, headers: &[(&str, &str)]) -> &Self {
+        self.state.lock().unwrap().answer_headers = headers
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
         self
     }
 
@@ -376,6 +387,7 @@ async fn handle(
         st.log.len() - 1
     };
     let behavior = next_behavior(&state, &model);
+    let extra = state.lock().unwrap().answer_headers.clone();
     let _in_flight = InFlight::start(&state);
     let hangup = async {
         let mut b = [0u8; 64];
@@ -390,6 +402,7 @@ async fn handle(
         anthropic,
         stream,
         model,
+        extra,
     };
     tokio::select! {
         at = hangup => {
@@ -406,6 +419,8 @@ struct Wire {
     anthropic: bool,
     stream: bool,
     model: String,
+    /// Headers added to every 200 answer.
+    extra: Vec<(String, String)>,
 }
 
 const FOREVER: Duration = Duration::from_secs(3600);
@@ -607,6 +622,9 @@ impl Wire {
         );
         if let Some(l) = len {
             head.push_str(&format!("content-length: {l}\r\n"));
+        }
+        for (k, v) in &self.extra {
+            head.push_str(&format!("{k}: {v}\r\n"));
         }
         head.push_str("\r\n");
         let _ = wr.write_all(head.as_bytes()).await;
