@@ -43,18 +43,29 @@ pub(super) fn review_cmd(args: &ReviewArgs) -> Result<i32> {
         )),
         None => None,
     };
-    let cache = Levels::open(
-        cache::Request {
-            settings: &prepared.settings.cache,
-            disabled: args.cache.no_cache,
-            sources: Sources::from_env(
-                args.cache.cache_dir.clone(),
-                prepared.settings.cache.dir.clone(),
-            ),
-        },
-        fleet.as_ref(),
-        warnings.tee(WarningSource::Cache, cache_warn(&args.ui)),
-    );
+    let cache = if cache::simulated_only(&prepared.settings.routes) {
+        if !args.ui.quiet {
+            eprintln!(
+                "{} {}",
+                console::style("note:").cyan().for_stderr(),
+                cache::OFF_FOR_SIMULATED
+            );
+        }
+        Levels::off()
+    } else {
+        Levels::open(
+            cache::Request {
+                settings: &prepared.settings.cache,
+                disabled: args.cache.no_cache,
+                sources: Sources::from_env(
+                    args.cache.cache_dir.clone(),
+                    prepared.settings.cache.dir.clone(),
+                ),
+            },
+            fleet.as_ref(),
+            warnings.tee(WarningSource::Cache, cache_warn(&args.ui)),
+        )
+    };
     let input = ReviewInput {
         fleet,
         routes,

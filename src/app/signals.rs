@@ -1,5 +1,7 @@
-//! SIGINT/SIGTERM: the first cancels in-flight attempts so the report is written with
-//! what was received (exit 130/143); a second exits at once.
+//! Interrupts: the first cancels in-flight attempts so the report is written with what was
+//! received; a second exits at once. On Unix, SIGINT (exit 130) and SIGTERM (143); on
+//! Windows, Ctrl-C and Ctrl-Break (both 130: Windows has no SIGTERM to deliver); elsewhere,
+//! whatever tokio's `ctrl_c` can see.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI32, Ordering};
@@ -20,9 +22,19 @@ impl Signals {
 
     /// Starts listening (inside the runtime).
     pub fn listen(&self) {
-        #[cfg(unix)]
         tokio::spawn(listen(self.token.clone(), self.code.clone()));
     }
+}
+
+/// One interrupt: the first cancels the review (its report is still written), the second
+/// exits with `exit` at once.
+fn received(exit: i32, name: &str, token: &CancellationToken, code: &AtomicI32) {
+    if code.load(Ordering::SeqCst) != 0 {
+        std::process::exit(exit);
+    }
+    code.store(exit, Ordering::SeqCst);
+    eprintln!("warden: {name} received; cancelling and writing the report (again to quit at once)");
+    token.cancel();
 }
 
 #[cfg(unix)]
@@ -35,18 +47,32 @@ async fn listen(token: CancellationToken, code: Arc<AtomicI32>) {
         return;
     };
     loop {
-        let c = tokio::select! {
-            _ = int.recv() => 130,
-            _ = term.recv() => 143,
+        let (exit, name) = tokio::select! {
+            _ = int.recv() => (130, "SIGINT"),
+            _ = term.recv() => (143, "SIGTERM"),
         };
-        if code.load(Ordering::SeqCst) != 0 {
-            std::process::exit(c);
-        }
-        code.store(c, Ordering::SeqCst);
-        eprintln!(
-            "warden: {} received; cancelling and writing the report (again to quit at once)",
-            if c == 130 { "SIGINT" } else { "SIGTERM" }
-        );
-        token.cancel();
+        received(exit, name, &token, &code);
+    }
+}
+
+#[cfg(windows)]
+async fn listen(token: CancellationToken, code: Arc<AtomicI32>) {
+    use tokio::signal::windows::{ctrl_break, ctrl_c};
+    let (Ok(mut c), Ok(mut brk)) = (ctrl_c(), ctrl_break()) else {
+        return;
+    };
+    loop {
+        let name = tokio::select! {
+            _ = c.recv() => "Ctrl-C",
+            _ = brk.recv() => "Ctrl-Break",
+        };
+        received(130, name, &token, &code);
+    }
+}
+
+#[cfg(not(any(unix, windows)))]
+async fn listen(token: CancellationToken, code: Arc<AtomicI32>) {
+    while tokio::signal::ctrl_c().await.is_ok() {
+        received(130, "Ctrl-C", &token, &code);
     }
 }

@@ -21,7 +21,7 @@ pub use session::{Levels, ReviewCache};
 pub use store::{Blob, Millis, Store, StoreError};
 pub use value::Answer;
 
-use crate::config::{CacheSettings, Settings};
+use crate::config::{CacheSettings, ProviderKind, Route, Settings};
 use crate::error::Error;
 use crate::fleet::Fleet;
 use std::sync::{Arc, Mutex};
@@ -80,6 +80,17 @@ impl Levels {
             max_age,
         }
     }
+}
+
+/// What a review over simulated routes says instead of opening the cache.
+pub const OFF_FOR_SIMULATED: &str = "result cache: off for simulated routes (the simulator's answers are neither read from it nor written to it)";
+
+/// Whether every route of the review is the built-in simulator (`--sim`, or `provider =
+/// "sim"` routes). Its answers are made up for the run: kept, they would replay as "from
+/// cache" in the next run and hide the profile asked for (`--sim=outage` after a healthy
+/// run would show no outage). Such a review neither reads nor writes the cache.
+pub fn simulated_only(routes: &[Route]) -> bool {
+    !routes.is_empty() && routes.iter().all(|r| r.provider == ProviderKind::Sim)
 }
 
 /// `[fleet] cache = true` asks for a shared level: without a Redis server (`[fleet] redis`

@@ -30,6 +30,7 @@ mod review_e2e;
 mod routing;
 mod scan_policy;
 mod selection;
+mod sim_cache;
 mod simulate;
 mod skills;
 mod telemetry;
