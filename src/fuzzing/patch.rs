@@ -4,7 +4,9 @@
 //!   the input has in that hunk (so each file accounts exactly the lines of its hunks);
 //! - no file named by a `diff --git` header or a `---`/`+++` pair vanishes, and no
 //!   file appears that no header names;
-//! - each hunk's lines agree with its `@@` header and number the lines in order.
+//! - each hunk's lines agree with its `@@` header and number the lines in order;
+//! - lines end at LF as git reads them, unless no file is found that way and the input
+//!   has lone CRs (then they end lines too).
 
 use crate::diff::patch_text::parse_bytes;
 use crate::diff::{ChangeStatus, FileChange, Hunk, LineKind};
@@ -32,42 +34,63 @@ struct Expect {
 }
 
 /// Parses `data` as a `--diff` patch and checks the result against the oracle.
+///
+/// Lines end at LF as git reads them; a patch with lone CRs may instead have been read
+/// with lone CRs ending lines too (classic Mac line ends), but only when the LF reading
+/// finds no file: files that match the LF lines are always the LF reading.
 pub fn check(data: &[u8]) {
-    let lines = split(data);
+    let lf = split(data, false);
+    let lone_cr = has_lone_cr(data);
+    let cr = if lone_cr {
+        split(data, true)
+    } else {
+        Vec::new()
+    };
     let files = match parse_bytes(data) {
         Ok(files) => files,
         Err(e) => {
-            let shown = e.to_string();
+            let most = lf.len().max(cr.len()).max(1);
             assert!(
-                e.line >= 1 && e.line <= lines.len().max(1),
-                "error on line {} of {}: {shown}",
+                e.line >= 1 && e.line <= most,
+                "error on line {} of {most}: {e}",
                 e.line,
-                lines.len()
             );
             return;
         }
     };
-    files_match_input(&lines, &files);
+    let Err(as_lf) = files_match_input(&lf, &files) else {
+        return;
+    };
+    assert!(lone_cr, "{as_lf}");
+    if let Err(as_cr) = files_match_input(&cr, &files) {
+        panic!("read as LF lines: {as_lf}; read as CR lines: {as_cr}");
+    }
 }
 
-/// The oracle's checks of files the parser returned for `lines`.
-fn files_match_input(lines: &[&[u8]], files: &[FileChange]) {
+/// The oracle's checks of files the parser returned for `lines`: Err says which failed.
+fn files_match_input(lines: &[&[u8]], files: &[FileChange]) -> Result<(), String> {
     let expect = scan(lines);
-    assert!(
-        (expect.min_files..=expect.max_files).contains(&files.len()),
-        "{} files from a patch whose headers name {} to {}",
-        files.len(),
-        expect.min_files,
-        expect.max_files
-    );
+    if !(expect.min_files..=expect.max_files).contains(&files.len()) {
+        return Err(format!(
+            "{} files from a patch whose headers name {} to {}",
+            files.len(),
+            expect.min_files,
+            expect.max_files
+        ));
+    }
     let mut got: Vec<HunkFacts> = files.iter().flat_map(|f| &f.hunks).map(facts).collect();
     let mut want = expect.hunks;
     got.sort();
     want.sort();
-    assert_eq!(got, want, "the files' hunks are not the input's hunks");
+    if got != want {
+        return Err(format!(
+            "the files' hunks are not the input's hunks: {got:?} != {want:?}"
+        ));
+    }
     for f in files {
         file_is_consistent(f);
     }
+    Ok(())
 }
 
 fn facts(h: &Hunk) -> HunkFacts {
@@ -149,20 +172,12 @@ fn hunk_is_consistent(h: &Hunk) {
 }
 
 /// Lines as `git apply` splits them, written independently of the parser: LF or CRLF,
-/// and lone CRs when they outnumber the LFs (classic Mac line ends).
-fn split(input: &[u8]) -> Vec<&[u8]> {
-    let lf = input.iter().filter(|b| **b == b'\n').count();
-    let lone_cr = input
-        .windows(2)
-        .filter(|w| w[0] == b'\r' && w[1] != b'\n')
-        .count()
-        + usize::from(input.last() == Some(&b'\r'));
+/// and with `cr`, lone CRs too (classic Mac line ends).
+fn split(input: &[u8], cr: bool) -> Vec<&[u8]> {
     let mut out: Vec<&[u8]> = Vec::new();
     let mut rest = input;
     while !rest.is_empty() {
-        let end = rest
-            .iter()
-            .position(|b| *b == b'\n' || (lone_cr > lf && *b == b'\r'));
+        let end = rest.iter().position(|b| *b == b'\n' || (cr && *b == b'\r'));
         let Some(end) = end else {
             out.push(rest);
             break;
@@ -180,6 +195,10 @@ fn split(input: &[u8]) -> Vec<&[u8]> {
         rest = &rest[next..];
     }
     out
+}
+
+fn has_lone_cr(input: &[u8]) -> bool {
+    input.last() == Some(&b'\r') || input.windows(2).any(|w| w[0] == b'\r' && w[1] != b'\n')
 }
 
 /// Lines that may follow `diff --git` in git's extended header.
@@ -209,7 +228,16 @@ fn scan(lines: &[&[u8]]) -> Expect {
         let pair =
             line.starts_with(b"--- ") && lines.get(i + 1).is_some_and(|n| n.starts_with(b"+++ "));
         if line.starts_with(b"diff --git ") {
-            (x.min_files, x.max_files) = (x.min_files + 1, x.max_files + 1);
+            // git skips a `diff --git` line that no header line follows (a
+            // `--remerge-diff` note); warden also reads hunks or a binary marker there.
+            let next = lines.get(i + 1).copied().unwrap_or_default();
+            let file = next.starts_with(b"@@ -")
+                || next == b"GIT binary patch"
+                || (next.ends_with(b" differ")
+                    && (next.starts_with(b"Binary files ") || next.starts_with(b"Files ")))
+                || GIT_HEADER_LINES.iter().any(|p| next.starts_with(p));
+            x.min_files += usize::from(file);
+            x.max_files += 1;
             in_git_header = true;
         } else if line.starts_with(b"@@ -") {
             let (facts, next) = read_hunk(lines, i);
@@ -288,6 +316,8 @@ fn hunk_header(line: &[u8]) -> Option<(u64, u64, u64, u64)> {
             Some(s) => num(s)?,
             None => (1, s),
         };
+        // A range with lines that starts at 0 is the beginning: line 1, as git applies it.
+        let start = if count > 0 { start.max(1) } else { start };
         Some((start, count, s.strip_prefix(then)?))
     }
     let s = line.strip_prefix(b"@@ -")?;
@@ -316,17 +346,23 @@ Binary files /dev/null and b/logo.png differ
 ";
 
     fn parsed() -> (Vec<&'static [u8]>, Vec<FileChange>) {
-        (split(PATCH), parse_bytes(PATCH).unwrap())
+        (split(PATCH, false), parse_bytes(PATCH).unwrap())
+    }
+
+    fn must_match(lines: &[&[u8]], files: &[FileChange]) {
+        if let Err(e) = files_match_input(lines, files) {
+            panic!("{e}");
+        }
     }
 
     #[test]
     fn the_oracle_reads_headers_and_hunks() {
-        let x = scan(&split(PATCH));
+        let x = scan(&split(PATCH, false));
         assert_eq!((x.min_files, x.max_files), (3, 4));
         assert_eq!(x.hunks.len(), 1);
         assert_eq!((x.hunks[0].added, x.hunks[0].removed), (2, 1));
         let (lines, files) = parsed();
-        files_match_input(&lines, &files);
+        must_match(&lines, &files);
         check(PATCH);
     }
 
@@ -336,7 +372,7 @@ Binary files /dev/null and b/logo.png differ
         let (lines, mut files) = parsed();
         files.remove(0);
         files.remove(0);
-        files_match_input(&lines, &files);
+        must_match(&lines, &files);
     }
 
     #[test]
@@ -345,14 +381,29 @@ Binary files /dev/null and b/logo.png differ
         let (lines, mut files) = parsed();
         let h = files.iter_mut().find_map(|f| f.hunks.first_mut()).unwrap();
         h.lines.pop();
-        files_match_input(&lines, &files);
+        must_match(&lines, &files);
     }
 
     #[test]
     fn the_oracle_splits_as_git_does() {
-        assert_eq!(split(b"a\r\nb\nc"), [&b"a"[..], b"b", b"c"]);
-        assert_eq!(split(b"a\rb\rc\r"), [&b"a"[..], b"b", b"c"]);
-        assert_eq!(split(b"+x\ry\n+z\n"), [&b"+x\ry"[..], b"+z"]);
-        assert_eq!(split(b"\n\n"), [&b""[..], b""]);
+        assert_eq!(split(b"a\r\nb\nc", false), [&b"a"[..], b"b", b"c"]);
+        assert_eq!(split(b"a\rb\rc\r", true), [&b"a"[..], b"b", b"c"]);
+        assert_eq!(split(b"+x\ry\n+z\n", false), [&b"+x\ry"[..], b"+z"]);
+        assert_eq!(split(b"\n\n", false), [&b""[..], b""]);
+    }
+
+    /// The shapes of issue 20 keep the oracle's invariants.
+    #[test]
+    fn git_shapes_keep_the_invariants() {
+        for text in [
+            &b"diff --git a/f.c b/f.c\ndissimilarity index 82%\n--- f.c\n+++ f.c\n@@ -1 +1 @@\n-a\n+b\n"[..],
+            b"diff --git a/f b/f\nremerge CONFLICT (content): x\n--- a/f\n+++ b/f\n@@ -1 +1 @@\n-a\n+b\n",
+            b"--- a/x.csv\n+++ b/x.csv\n@@ -1 +1 @@\n-a\rb\rc\rd\r\n+a\rB\rc\rd\r\n",
+            b"--- a/x\n+++ b/x\n@@ -6 +0 @@\n-b\n+c\n",
+            b"--- a/x\r+++ b/x\r@@ -1 +1 @@\r-a\r+b\r",
+        ] {
+            assert!(parse_bytes(text).is_ok_and(|f| f.len() == 1), "{text:?}");
+            check(text);
+        }
     }
 }

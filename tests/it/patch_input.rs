@@ -395,3 +395,137 @@ fn git_diff_of_every_change_kind_agrees_with_git_apply() {
         assert!(file(&set, "run.sh").mode_changed());
     }
 }
+
+/// git's numbers for `patch`, as the plan's accounting oracle.
+fn git_rows(patch: &[u8]) -> Vec<NumstatRow> {
+    judge(patch)
+        .into_iter()
+        .map(|r| (r.path, r.counts))
+        .collect()
+}
+
+/// Plans `patch` through the binary and checks it against git: the same files, once each,
+/// with git's line counts, and warden's own reading equal to git's.
+fn plans_as_git_reads(dir: &std::path::Path, patch: &[u8]) -> serde_json::Value {
+    let plan = plan_patch(dir, patch, &[]);
+    assert_accounts(&plan, Some(&git_rows(patch)));
+    assert_eq!(text_reads(&ours(patch)), judged_text(patch));
+    plan
+}
+
+/// git's own t/t4100/t-apply-3.patch has this shape: a `diff --git` header whose
+/// `---`/`+++` lines carry no `a/`/`b/` prefix. Before, that file was read twice (an empty
+/// entry, then a plain diff) and every later file got a `b/` prefix.
+#[test]
+fn a_prefixless_name_pair_inside_a_git_header_reads_as_git_does() {
+    let r = Repo::new();
+    r.write("Documentation/ls.txt", source_lines(8, "d"))
+        .write("ls-tree.c", source_lines(30, "l"))
+        .write("tree.c", source_lines(10, "t"))
+        .commit_all("base");
+    r.write("Documentation/ls.txt", source_lines(9, "d"))
+        .write("ls-tree.c", source_lines(12, "k"))
+        .write("tree.c", source_lines(11, "t"));
+    let d = r.git(&["diff"]);
+    let patch = d
+        .replace("--- a/ls-tree.c\n", "--- ls-tree.c\n")
+        .replace("+++ b/ls-tree.c\n", "+++ ls-tree.c\n");
+    assert!(
+        patch.contains("\n--- ls-tree.c\n+++ ls-tree.c\n@@ "),
+        "{patch}"
+    );
+    let plan = plans_as_git_reads(r.path(), patch.as_bytes());
+    let mut names = paths(&plan["files"]);
+    names.sort();
+    assert_eq!(names, ["Documentation/ls.txt", "ls-tree.c", "tree.c"]);
+}
+
+/// `git log --remerge-diff` writes a "remerge CONFLICT" note right after `diff --git`:
+/// git skips that line and reads the file from the `---`/`+++` pair after the note.
+/// Before, warden listed the file twice, once as "no textual change".
+#[test]
+fn remerge_diff_notes_after_diff_git_read_as_git_does() {
+    let r = Repo::new();
+    r.write("f.txt", "a\nb\nc\n")
+        .write("g.rs", source_lines(5, "g"))
+        .commit_all("base");
+    r.git(&["checkout", "-q", "-b", "side"]);
+    r.write("f.txt", "a\nSIDE\nc\n").commit_all("side");
+    r.git(&["checkout", "-q", "main"]);
+    r.write("f.txt", "a\nMAIN\nc\n")
+        .write("g.rs", source_lines(6, "g"))
+        .commit_all("main");
+    let merge = std::process::Command::new("git")
+        .args([
+            "-c",
+            "user.name=T",
+            "-c",
+            "user.email=t@e",
+            "merge",
+            "-q",
+            "side",
+        ])
+        .current_dir(r.path())
+        .output()
+        .unwrap();
+    assert!(!merge.status.success(), "the merge conflicts");
+    r.write("f.txt", "a\nMERGED\nc\n").commit_all("merge");
+    let patch = r.git(&["log", "-1", "--remerge-diff", "--format="]);
+    assert!(
+        patch.starts_with("diff --git a/f.txt b/f.txt\nremerge CONFLICT"),
+        "{patch}"
+    );
+    let plan = plans_as_git_reads(r.path(), patch.as_bytes());
+    assert_eq!(paths(&plan["files"]), ["f.txt"]);
+    assert!(
+        plan["skippedFiles"].as_array().unwrap().is_empty(),
+        "{plan}"
+    );
+}
+
+/// `git diff` of a CSV file with CR-only line ends: each side is one line of the patch,
+/// full of lone CRs. Before, the majority of lone CRs made warden split there too, and
+/// the hunk "ended early".
+#[test]
+fn lone_crs_inside_lines_of_an_lf_patch_read_as_git_does() {
+    let rows = |changed: usize| -> String {
+        (0..40)
+            .map(|i| format!("{i},row{}\r", if i == changed { 99 } else { i }))
+            .collect()
+    };
+    let r = Repo::new();
+    r.write("data.csv", rows(100)).commit_all("base");
+    r.write("data.csv", rows(7))
+        .write("load.rs", "fn load() {}\n");
+    r.git(&["add", "-A"]);
+    let patch = r.git(&["diff", "--cached"]);
+    let line = patch
+        .lines()
+        .find(|l| l.starts_with('+') && l.contains(','))
+        .unwrap();
+    assert!(line.matches('\r').count() >= 39, "{line:?}");
+    let plan = plans_as_git_reads(r.path(), patch.as_bytes());
+    let mut names = paths(&plan["files"]);
+    names.extend(paths(&plan["skippedFiles"]));
+    names.sort();
+    assert_eq!(names, ["data.csv", "load.rs"]);
+}
+
+/// `@@ -6 +0 @@`: each count defaults to 1, and a range with lines starting at 0 is the
+/// beginning of the file, as git applies it. Before: "malformed hunk header".
+#[test]
+fn a_hunk_range_starting_at_zero_reads_as_git_does() {
+    let r = Repo::new();
+    r.write("src/a.rs", source_lines(10, "a"))
+        .commit_all("base");
+    let mut lines: Vec<String> = source_lines(10, "a").lines().map(String::from).collect();
+    lines[5] = "    let changed = 6;".into();
+    r.write("src/a.rs", lines.join("\n") + "\n");
+    let d = r.git(&["diff", "-U0"]);
+    assert!(d.contains("\n@@ -6 +6 @@"), "{d}");
+    let patch = d.replace("\n@@ -6 +6 @@", "\n@@ -6 +0 @@");
+    let plan = plans_as_git_reads(r.path(), patch.as_bytes());
+    let unit = &plan["units"][0];
+    assert_eq!(unit["path"], "src/a.rs", "{plan}");
+    assert!(unit["startLine"].as_u64().unwrap() >= 1, "{unit}");
+}

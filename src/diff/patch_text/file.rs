@@ -30,6 +30,27 @@ fn mode(s: &[u8]) -> Option<u32> {
     u32::from_str_radix(s.split_whitespace().next()?, 8).ok()
 }
 
+/// What a `---`/`+++` line inside a git header says of its side, `known` being the name
+/// the header gave so far: `Some(Some(name))` for the name git reads there, `Some(None)`
+/// when git reads no name there (fewer than `p` components) yet the line names this
+/// file, None when the line names another file.
+///
+/// A line written without the `a/`/`b/` prefix (`--- f.c`, as in git's own
+/// t4100/t-apply-3.patch) names this file when it reads as `known` whole: git then takes
+/// whatever it reads after `p` components, which for a top-level file is nothing (the
+/// `diff --git` line's name stands).
+fn side_name(line: &[u8], known: Option<&[u8]>, p: usize) -> Option<Option<Vec<u8>>> {
+    let name = names::git_line_name(line, p, true);
+    let Some(known) = known else {
+        return name.map(Some);
+    };
+    if name.as_deref() == Some(known) {
+        return Some(name);
+    }
+    let whole = names::git_line_name(line, 0, true);
+    (p > 0 && whole.as_deref() == Some(known)).then_some(name)
+}
+
 impl Pending {
     /// Applies one git extended header line; false when the line is not one (the header
     /// ends there).
@@ -89,22 +110,25 @@ impl Pending {
         if old_null != created || (new_null && !deleted) || (deleted && !new_null) {
             return false;
         }
-        let old_name = (!old_null).then(|| names::git_line_name(old, p, true));
-        let new_name = (!new_null).then(|| names::git_line_name(new, p, true));
-        let agrees = |got: &Option<Option<Vec<u8>>>, known: &Option<Vec<u8>>| match (got, known) {
-            (Some(Some(g)), Some(k)) => g == k,
-            (Some(None), _) => false,
-            _ => true,
-        };
         let known_old = self.old_name.clone().or_else(|| self.def_name.clone());
         let known_new = self.new_name.clone().or_else(|| self.def_name.clone());
-        if !agrees(&old_name, &known_old) || !agrees(&new_name, &known_new) {
+        let read = |line: &[u8], null: bool, known: Option<Vec<u8>>| {
+            if null {
+                Some(None)
+            } else {
+                side_name(line, known.as_deref(), p)
+            }
+        };
+        let (Some(old_name), Some(new_name)) = (
+            read(old, old_null, known_old),
+            read(new, new_null, known_new),
+        ) else {
             return false;
-        }
-        if let Some(Some(n)) = old_name {
+        };
+        if let Some(n) = old_name {
             self.old_name.get_or_insert(n);
         }
-        if let Some(Some(n)) = new_name {
+        if let Some(n) = new_name {
             self.new_name.get_or_insert(n);
         }
         true

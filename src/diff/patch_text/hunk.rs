@@ -39,9 +39,9 @@ fn range<'a>(s: &'a [u8], expect: &[u8]) -> Result<(u32, u32, &'a [u8]), ErrorKi
     let rest = rest
         .strip_prefix(expect)
         .ok_or(ErrorKind::MalformedHunkHeader)?;
-    if count > 0 && start == 0 {
-        return Err(ErrorKind::MalformedHunkHeader);
-    }
+    // `-0,3` or `+0` (count 1): git applies such a range at the beginning of the file,
+    // so its first line is line 1.
+    let start = if count > 0 { start.max(1) } else { start };
     // The last line the range names must be a u32 line number too.
     if count > 0 && start + count - 1 > u64::from(u32::MAX) {
         return Err(ErrorKind::LineNumberTooLarge);
@@ -236,7 +236,6 @@ mod tests {
             &b"@@ -1 +1"[..],
             b"@@ -x +1 @@",
             b"@@ -1, +1 @@",
-            b"@@ -0,3 +1,3 @@",
             b"@@ -1 1 @@",
         ] {
             assert_eq!(

@@ -34,9 +34,28 @@ pub fn parse(input: &[u8], source_name: &str) -> crate::Result<DiffSet> {
 }
 
 /// Parses `input` into its files, in the order the text names them.
+///
+/// Lines end at LF (or CRLF), as git reads them: a lone CR is part of its line (a
+/// CR-only CSV file in `git diff`). Only when that reading finds no file and the input
+/// has lone CRs is it read again with lone CRs ending lines too (a patch saved with
+/// classic Mac line ends, which git refuses); its error is the one reported when most
+/// lines end in a lone CR.
 pub fn parse_bytes(input: &[u8]) -> Result<Vec<FileChange>, PatchError> {
+    let lf = read(input, lines::Ends::Lf);
+    if lf.as_ref().is_ok_and(|f| !f.is_empty()) || !lines::has_lone_cr(input) {
+        return lf;
+    }
+    match read(input, lines::Ends::LfAndLoneCr) {
+        Ok(files) if !files.is_empty() => Ok(files),
+        cr if lines::mostly_lone_crs(input) => cr,
+        _ => lf,
+    }
+}
+
+/// One reading of `input` with the line ends `ends`.
+fn read(input: &[u8], ends: lines::Ends) -> Result<Vec<FileChange>, PatchError> {
     let mut reader = Reader {
-        lines: lines::split(input),
+        lines: lines::split(input, ends),
         i: 0,
         p: 1,
         p_known: false,
@@ -117,6 +136,7 @@ impl<'a> Reader<'a> {
             ..Pending::default()
         };
         self.i += 1;
+        let body = self.i;
         while let Some(line) = self.line(self.i) {
             if line.starts_with(b"@@ -") {
                 break;
@@ -144,6 +164,10 @@ impl<'a> Reader<'a> {
                 f.binary = true;
                 self.i += 1;
             }
+            // git's `find_header`: a `diff --git` line followed by no header line names
+            // no file (`git --remerge-diff` writes a "remerge CONFLICT" note there, and
+            // the file's own header lines, if any, are read after it).
+            _ if self.i == body => return Ok(()),
             _ => {}
         }
         self.finish(f, at)

@@ -247,3 +247,110 @@ fn an_empty_quoted_name_names_no_file() {
         assert!(err.contains("names no file"), "{err}");
     }
 }
+
+/// The four shapes of issue 20, each read as `git apply --numstat` reads it.
+mod git_reads_these {
+    use super::*;
+
+    fn read(text: &[u8]) -> Vec<(String, usize, usize, ChangeStatus)> {
+        files(text)
+            .iter()
+            .map(|f| (f.path.to_string(), f.added(), f.removed(), f.status))
+            .collect()
+    }
+
+    /// git's own t/t4100/t-apply-3.patch: a `diff --git` header whose `---`/`+++` lines
+    /// have no `a/`/`b/` prefix. git reads one file, and later files keep their names.
+    #[test]
+    fn a_prefixless_name_pair_inside_a_git_header() {
+        let text = b"diff --git a/Documentation/ls.txt b/Documentation/ls.txt\n\
+--- a/Documentation/ls.txt\n+++ b/Documentation/ls.txt\n@@ -1,2 +1,2 @@\n-a\n+b\n c\n\
+diff --git a/ls-tree.c b/ls-tree.c\ndissimilarity index 82%\n--- ls-tree.c\n+++ ls-tree.c\n\
+@@ -1,2 +1,3 @@\n-x\n+y\n+z\n w\n\
+diff --git a/tree.c b/tree.c\n--- a/tree.c\n+++ b/tree.c\n@@ -5 +5 @@\n-p\n+q\n";
+        use ChangeStatus::Modified as M;
+        assert_eq!(
+            read(text),
+            [
+                ("Documentation/ls.txt".into(), 1, 1, M),
+                ("ls-tree.c".into(), 2, 1, M),
+                ("tree.c".into(), 1, 1, M),
+            ]
+        );
+        // With timestamps, as `diff -u` writes them, and in a folder: git reads the
+        // name after its first component, as `-p1` says.
+        let text = b"diff --git a/d/x.c b/d/x.c\n--- d/x.c\t2005-05-26 01:00:00 +0000\n\
++++ d/x.c\t2005-05-27 01:00:00 +0000\n@@ -1 +1 @@\n-a\n+b\n";
+        assert_eq!(read(text), [("x.c".into(), 1, 1, M)]);
+        // A pair naming another file after a header-only block stays a file of its own.
+        let text =
+            b"diff --git a/m.sh b/m.sh\nold mode 100644\nnew mode 100755\n--- o.c\n+++ o.c\n@@ -1 +1 @@\n-a\n+b\n";
+        assert_eq!(
+            read(text),
+            [("m.sh".into(), 0, 0, M), ("o.c".into(), 1, 1, M)]
+        );
+    }
+
+    /// `git log --remerge-diff`: a note right after `diff --git`. git skips that
+    /// `diff --git` line and reads the `---`/`+++` pair after the note; a header with
+    /// only the note names no file.
+    #[test]
+    fn a_diff_git_line_followed_by_no_header_line_is_no_file() {
+        let text = b"diff --git a/f.txt b/f.txt\nremerge CONFLICT (content): Merge conflict in f.txt\n\
+index 39f7b50..121cba9 100644\n--- a/f.txt\n+++ b/f.txt\n@@ -1,3 +1,1 @@\n-<<<<<<< a\n-=======\n->>>>>>> b\n+MERGED\n\
+diff --git a/g.txt b/g.txt\nremerge CONFLICT (modify/delete): g.txt deleted in b\n\
+diff --git a/h.txt b/h.txt\nindex 1..2 100644\n--- a/h.txt\n+++ b/h.txt\n@@ -1 +1 @@\n-a\n+b\n";
+        use ChangeStatus::Modified as M;
+        assert_eq!(
+            read(text),
+            [("f.txt".into(), 1, 3, M), ("h.txt".into(), 1, 1, M)]
+        );
+        assert!(files(b"diff --git a/g b/g\nremerge CONFLICT (content)\n").is_empty());
+        // git's refusal stands where the header cannot name a file.
+        let e = refused(b"diff --git a/x b/y\nremerge CONFLICT (rename)\n");
+        assert_eq!((e.line, e.kind), (1, ErrorKind::MissingName));
+    }
+
+    /// `git diff` of a CSV file with CR-only line ends: each side is one long line of
+    /// the patch, full of lone CRs. git splits lines at LF only.
+    #[test]
+    fn lone_crs_inside_the_lines_of_an_lf_patch() {
+        let rows = |changed: usize| -> String {
+            (0..40)
+                .map(|i| format!("{i},row{}\r", if i == changed { 99 } else { i }))
+                .collect()
+        };
+        let text = format!(
+            "diff --git a/data.csv b/data.csv\nindex 1..2 100644\n--- a/data.csv\n+++ b/data.csv\n\
+@@ -1 +1 @@\n-{}\n\\ No newline at end of file\n+{}\n\\ No newline at end of file\n",
+            rows(100),
+            rows(7)
+        );
+        let f = files(text.as_bytes());
+        assert_eq!((f.len(), f[0].added(), f[0].removed()), (1, 1, 1));
+        // The CR before the LF goes with it, as in any CRLF patch.
+        assert_eq!(f[0].hunks[0].lines[1].text, rows(7).trim_end_matches('\r'));
+        // A patch whose lines all end in a lone CR still reads, as before.
+        let cr = b"--- a/x\r+++ b/x\r@@ -1 +1 @@\r-a\r+b\r";
+        assert_eq!(read(cr), [("x".into(), 1, 1, ChangeStatus::Modified)]);
+        // And its errors name its own lines.
+        let e = refused(b"--- a/x\r+++ b/x\r@@ -1,2 +1 @@\r-a\r+b\rjunk\r");
+        assert_eq!(e.line, 6);
+    }
+
+    /// `@@ -6 +0 @@`: each count defaults to 1, and a range with lines that starts at 0
+    /// starts at the beginning of the file, as git applies it.
+    #[test]
+    fn a_range_starting_at_zero_with_the_default_count() {
+        let f = files(b"--- a/x\n+++ b/x\n@@ -6 +0 @@\n-b\n+c\n");
+        let h = &f[0].hunks[0];
+        assert_eq!(
+            (h.old_start, h.old_lines, h.new_start, h.new_lines),
+            (6, 1, 1, 1)
+        );
+        assert_eq!((h.lines[0].old_no, h.lines[1].new_no), (Some(6), Some(1)));
+        assert_eq!(f[0].status, ChangeStatus::Modified);
+        let f = files(b"--- a/x\n+++ b/x\n@@ -0,2 +1,2 @@\n a\n-b\n+c\n");
+        assert_eq!(f[0].hunks[0].lines[0].old_no, Some(1));
+    }
+}
