@@ -58,6 +58,7 @@ fn main() {
                 spill: true,
                 prices: None,
                 fleet_max_concurrency: None,
+                auto_concurrency: false,
             };
             let provider = HttpProvider::new(&route, None, Duration::from_secs(2));
             let rt = tokio::runtime::Builder::new_current_thread()

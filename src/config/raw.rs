@@ -207,7 +207,8 @@ pub(crate) struct RawRoute {
     pub provider: S<String>,
     pub model: Option<S<String>>,
     pub api_key_env: Option<S<String>>,
-    pub max_concurrency: Option<S<u32>>,
+    /// A whole number, or `"auto"` (see `routes::max_concurrency`).
+    pub max_concurrency: Option<S<toml::Value>>,
     pub stream: Option<bool>,
     pub base_url: Option<S<String>>,
     pub max_tokens: Option<S<u32>>,

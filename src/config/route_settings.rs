@@ -30,8 +30,11 @@ pub struct Route {
     pub model: String,
     /// The variable its key is read from.
     pub api_key_env: Option<String>,
-    /// Its bulkhead size.
+    /// `maxConcurrency`: the ceiling of its bulkhead; the effective limit adapts under it.
     pub max_concurrency: usize,
+    /// Whether `maxConcurrency = "auto"` was written (the ceiling is then
+    /// [`AUTO_CONCURRENCY`]).
+    pub auto_concurrency: bool,
     /// Server-sent events (false: one JSON answer).
     pub stream: bool,
     /// Its endpoint, when not the provider's own.
@@ -98,6 +101,14 @@ impl Default for SimOptions {
     }
 }
 
+/// `maxConcurrency = "auto"`: the ceiling the effective limit adapts under (DESIGN.md
+/// section 13).
+pub const AUTO_CONCURRENCY: usize = 16;
+
+/// The largest `maxConcurrency` written as a number: more attempts in flight than any
+/// provider account serves at once, and a bound on what one route's bulkhead holds.
+pub const MAX_CONCURRENCY: usize = 1024;
+
 /// The answer's token cap when a route names none.
 pub const DEFAULT_MAX_TOKENS: u32 = 4096;
 
@@ -111,6 +122,7 @@ impl Route {
             model: model.into(),
             api_key_env: provider.default_key_env().map(str::to_string),
             max_concurrency,
+            auto_concurrency: false,
             stream: true,
             base_url: None,
             max_tokens: DEFAULT_MAX_TOKENS,

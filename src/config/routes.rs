@@ -62,8 +62,7 @@ fn resolve_route(r: &RawRoute, ctx: &Ctx, default_cap: usize) -> Result<Route, E
         route.api_key_env = Some(v.get_ref().clone());
     }
     if let Some(c) = &r.max_concurrency {
-        route.max_concurrency =
-            ctx.positive(c, &format!("route `{name}` maxConcurrency"))? as usize;
+        (route.max_concurrency, route.auto_concurrency) = max_concurrency(c, &name, ctx)?;
     }
     route.stream = r.stream.unwrap_or(true);
     if let Some(t) = &r.max_tokens {
@@ -99,6 +98,29 @@ fn resolve_route(r: &RawRoute, ctx: &Ctx, default_cap: usize) -> Result<Route, E
         }
     };
     Ok(route)
+}
+
+/// `maxConcurrency`: a whole number from 1 to [`MAX_CONCURRENCY`], or `"auto"` for a
+/// ceiling of [`AUTO_CONCURRENCY`]. Either way it is the ceiling the route's effective
+/// limit adapts under (DESIGN.md section 13); the flag says which was written.
+fn max_concurrency(v: &S<toml::Value>, route: &str, ctx: &Ctx) -> Result<(usize, bool), Error> {
+    match v.get_ref() {
+        toml::Value::String(s) if s == "auto" => return Ok((AUTO_CONCURRENCY, true)),
+        toml::Value::Integer(n) if (1..=MAX_CONCURRENCY as i64).contains(n) => {
+            return Ok((*n as usize, false));
+        }
+        _ => {}
+    }
+    let written = match v.get_ref() {
+        toml::Value::String(s) => format!("{:?}", s.chars().take(40).collect::<String>()),
+        other => other.to_string().chars().take(40).collect(),
+    };
+    Err(ctx.err(
+        v,
+        format!(
+            "route `{route}` maxConcurrency: {written} is not a ceiling: write a whole number from 1 to {MAX_CONCURRENCY} (for example maxConcurrency = 4), or \"auto\" for {AUTO_CONCURRENCY} with the limit found under it"
+        ),
+    ))
 }
 
 /// A `baseUrl` must be an http(s) URL that parses (a space in it is an error here, not a
@@ -179,4 +201,59 @@ pub(super) fn route_from_selector(
         _ => return Err(ctx.err(m, "defaults.model: must not be empty")),
     };
     Ok(Route::new("default", provider, &model, cap))
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::config::{AUTO_CONCURRENCY, parse_str};
+    use std::path::Path;
+
+    fn route(cap: &str) -> crate::Result<crate::config::Settings> {
+        parse_str(
+            &format!(
+                "version = 1\n[[routes]]\nname = \"a\"\nprovider = \"openai\"\nmodel = \"m\"\nmaxConcurrency = {cap}\n"
+            ),
+            Path::new("warden.toml"),
+        )
+    }
+
+    #[test]
+    fn max_concurrency_is_a_number_or_auto() {
+        let s = route("\"auto\"").unwrap();
+        assert_eq!(
+            (s.routes[0].max_concurrency, s.routes[0].auto_concurrency),
+            (AUTO_CONCURRENCY, true)
+        );
+        let s = route("8").unwrap();
+        assert_eq!(
+            (s.routes[0].max_concurrency, s.routes[0].auto_concurrency),
+            (8, false)
+        );
+        assert_eq!(route("1024").unwrap().routes[0].max_concurrency, 1024);
+    }
+
+    #[test]
+    fn a_bad_max_concurrency_names_the_line_and_the_fix() {
+        for (bad, shown) in [
+            ("\"fast\"", "\"fast\""),
+            ("\"Auto\"", "\"Auto\""),
+            ("0", "0"),
+            ("-1", "-1"),
+            ("1e9", "1000000000.0"),
+            ("1000000000", "1000000000"),
+            ("1025", "1025"),
+            ("4.5", "4.5"),
+            ("true", "true"),
+            ("[4]", "[4]"),
+        ] {
+            let e = route(bad).unwrap_err().to_string();
+            assert!(
+                e.starts_with(&format!(
+                    "warden.toml:6:18: route `a` maxConcurrency: {shown} is not a ceiling"
+                )),
+                "{bad}: {e}"
+            );
+            assert!(e.contains("\"auto\""), "{e}");
+        }
+    }
 }

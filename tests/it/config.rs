@@ -523,3 +523,38 @@ fn a_warden_toml_that_is_no_file_is_an_error_not_a_silent_default() {
     std::os::unix::fs::symlink(r.path().join("shared/warden.toml"), &toml).unwrap();
     r.plan(&[]);
 }
+
+#[test]
+fn max_concurrency_auto_loads_and_a_bad_cap_is_an_error_naming_its_place() {
+    let r = Repo::new();
+    r.write("src/a.rs", "fn a() {}\n").commit_all("base");
+    r.write("src/a.rs", "fn a() { b() }\n");
+    let config = |cap: &str| {
+        format!(
+            "version = 1\n\n[[routes]]\nname = \"primary\"\nprovider = \"sim\"\nmaxConcurrency = {cap}\n"
+        )
+    };
+    r.config(&config("\"auto\""));
+    r.plan(&[]);
+    let out = r.warden(&["review", "--json"]).output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for bad in ["\"fast\"", "0", "-1", "1e9", "100000"] {
+        r.config(&config(bad));
+        for cmd in [vec!["plan"], vec!["review"]] {
+            let out = r.warden(&cmd).output().unwrap();
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(2), "{bad} {cmd:?}: {err}");
+            assert!(
+                err.contains("warden.toml:6:18: route `primary` maxConcurrency:")
+                    && err.contains("\"auto\""),
+                "{bad} {cmd:?}: {err}"
+            );
+            assert!(!err.contains("panicked"), "{err}");
+        }
+    }
+}

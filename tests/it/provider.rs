@@ -40,6 +40,7 @@ pub fn route(name: &str, kind: ProviderKind, model: &str, base: &str, stream: bo
         spill: true,
         prices: None,
         fleet_max_concurrency: None,
+        auto_concurrency: false,
     }
 }
 
