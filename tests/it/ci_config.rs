@@ -11,11 +11,11 @@ use std::path::{Path, PathBuf};
 
 use yaml_rust2::{Yaml, YamlLoader};
 
-fn repo_file(rel: &str) -> PathBuf {
+pub(crate) fn repo_file(rel: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(rel)
 }
 
-fn load_yaml(path: &Path) -> Yaml {
+pub(crate) fn load_yaml(path: &Path) -> Yaml {
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let mut docs =
         YamlLoader::load_from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
@@ -25,7 +25,7 @@ fn load_yaml(path: &Path) -> Yaml {
 
 /// YAML as JSON for schema validation. Mapping keys must be strings: a YAML 1.1 loader
 /// would read `on:` as the boolean true, and the workflow schema would reject it.
-fn to_json(y: &Yaml) -> Value {
+pub(crate) fn to_json(y: &Yaml) -> Value {
     match y {
         Yaml::Real(r) => r.parse::<f64>().map(Value::from).unwrap_or(Value::Null),
         Yaml::Integer(i) => json!(i),
@@ -48,7 +48,7 @@ fn to_json(y: &Yaml) -> Value {
 }
 
 /// Every `run:` script with its shell, anywhere in the document.
-fn run_steps(v: &Value, out: &mut Vec<(String, String)>) {
+pub(crate) fn run_steps(v: &Value, out: &mut Vec<(String, String)>) {
     match v {
         Value::Object(m) => {
             if let Some(Value::String(run)) = m.get("run") {
@@ -62,7 +62,7 @@ fn run_steps(v: &Value, out: &mut Vec<(String, String)>) {
     }
 }
 
-fn assert_shell_parses(shell: &str, script: &str, origin: &str) {
+pub(crate) fn assert_shell_parses(shell: &str, script: &str, origin: &str) {
     let out = std::process::Command::new(shell)
         .args(["-n", "-c", script])
         .output()

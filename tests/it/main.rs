@@ -18,6 +18,7 @@ mod fleet_redis;
 mod fuzz_corpus;
 mod gateway;
 mod hostile_provider;
+mod install_script;
 mod invariant;
 mod outputs;
 mod patch_input;
