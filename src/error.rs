@@ -79,9 +79,10 @@ pub enum Error {
     },
 
     /// The result cache cannot be used (only `warden cache` fails on this; a review warns
-    /// and goes on without it).
+    /// and goes on without it). The cache's own error, boxed so that this bottom type
+    /// knows nothing of the layers above it (`cache` converts into it).
     #[error(transparent)]
-    Cache(#[from] crate::cache::StoreError),
+    Cache(Box<dyn std::error::Error + Send + Sync>),
 
     /// A route whose client cannot be set up (its TLS trust roots, for one).
     #[error("route `{route}`: {message}")]

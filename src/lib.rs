@@ -19,6 +19,7 @@ pub mod fleet;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod outputs;
+pub mod path_rules;
 pub mod plan;
 pub mod prepare;
 pub mod prompt;
@@ -31,6 +32,7 @@ pub mod shard;
 pub mod simulate;
 pub mod skills;
 pub mod telemetry;
+pub mod text;
 pub mod trust;
 pub mod verify;
 

@@ -20,7 +20,7 @@ fn main() {
             eprintln!(
                 "{} {}",
                 console::style("error:").red().bold().for_stderr(),
-                warden::report::escape::block(&err.to_string())
+                warden::text::escape::block(&err.to_string())
             );
             err.exit_code()
         }

@@ -4,8 +4,8 @@
 
 use crate::chunk::{Chunk, ChunkLineKind};
 use crate::diff::{ChangeStatus, RepoPath};
-use crate::report::escape;
 use crate::skills::Skill;
+use crate::text::escape;
 use std::fmt::Write;
 
 /// The layout of the user message (file header, numbered lines, fences). Bump it whenever

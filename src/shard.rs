@@ -98,7 +98,7 @@ pub fn fingerprint(plan: &Plan) -> String {
         parts.push(text);
     }
     let refs: Vec<&str> = parts.iter().map(String::as_str).collect();
-    format!("{:016x}", crate::report::fnv1a(&refs))
+    format!("{:016x}", crate::text::fnv1a(&refs))
 }
 
 #[cfg(test)]

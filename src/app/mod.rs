@@ -16,7 +16,7 @@ use warden::config::Settings;
 use warden::error::{Error, Result};
 use warden::plan;
 use warden::prepare::prepare;
-use warden::report::escape;
+use warden::text::escape;
 use warden::trust::TrustReport;
 
 /// Runs the command line; returns the process exit code.

@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 use warden::cli::SimulateArgs;
 use warden::error::Result;
 use warden::prepare::prepare;
-use warden::report::escape;
 use warden::simulate::{self, SimulateInput};
+use warden::text::escape;
 
 pub(super) fn simulate_cmd(args: &SimulateArgs) -> Result<i32> {
     setup_color(&args.ui, false);

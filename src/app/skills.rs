@@ -4,8 +4,8 @@ use super::{emit, setup_color, warn};
 use warden::cli::SkillsArgs;
 use warden::error::Result;
 use warden::prepare::{load, repo_root, start_dir};
-use warden::report::escape;
 use warden::skills::{Catalog, Skill, SkillOrigin};
+use warden::text::escape;
 
 pub(super) fn skills_cmd(args: &SkillsArgs) -> Result<i32> {
     setup_color(&args.ui, false);

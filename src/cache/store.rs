@@ -76,6 +76,13 @@ pub enum StoreError {
     },
 }
 
+/// `warden cache` fails on a store error; the bottom `Error` carries it boxed.
+impl From<StoreError> for crate::Error {
+    fn from(e: StoreError) -> Self {
+        crate::Error::Cache(Box::new(e))
+    }
+}
+
 fn moved(to: &Option<PathBuf>) -> String {
     match to {
         Some(p) => format!("moved it aside to {}", p.display()),

@@ -8,6 +8,8 @@ use super::raw::S;
 use super::resolve::Ctx;
 use super::route_settings::CaCert;
 use crate::error::Error;
+use rustls::pki_types::CertificateDer;
+use rustls::pki_types::pem::PemObject;
 use std::path::{Path, PathBuf};
 
 /// Reads `caCert` and checks every certificate in it.
@@ -18,7 +20,7 @@ pub(super) fn load(value: &S<String>, ctx: &Ctx, route: &str) -> Result<CaCert, 
         return Err(err("must name a PEM file of CA certificates".into()));
     }
     let (path, pem) = read(given, ctx.beside).map_err(err)?;
-    let der = crate::provider::tls::parse_ca_bundle(&pem).map_err(err)?;
+    let der = parse_ca_bundle(&pem).map_err(err)?;
     Ok(CaCert { path, der })
 }
 
@@ -53,5 +55,49 @@ fn read(given: &str, beside: &Beside) -> Result<(PathBuf, Vec<u8>), String> {
                 Err(e) => Err(e.to_string()),
             }
         }
+    }
+}
+
+/// Parses a PEM bundle (a `caCert` file) into DER certificates, each checked to be usable
+/// as a trust anchor, so that a bad file is a config error before any request.
+pub(crate) fn parse_ca_bundle(pem: &[u8]) -> Result<Vec<Vec<u8>>, String> {
+    let mut out = Vec::new();
+    for (i, item) in CertificateDer::pem_slice_iter(pem).enumerate() {
+        let der = item.map_err(|e| format!("certificate {} is not valid PEM: {e}", i + 1))?;
+        rustls::RootCertStore::empty()
+            .add(der.clone())
+            .map_err(|e| format!("certificate {} cannot be a trust anchor: {e}", i + 1))?;
+        out.push(der.to_vec());
+    }
+    if out.is_empty() {
+        return Err(
+            "no certificate in the file (expected PEM: -----BEGIN CERTIFICATE-----)".into(),
+        );
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_bundle_without_certificates_or_with_a_broken_one_is_refused() {
+        assert!(parse_ca_bundle(b"").unwrap_err().contains("no certificate"));
+        assert!(
+            parse_ca_bundle(b"hello\n")
+                .unwrap_err()
+                .contains("no certificate")
+        );
+        let broken = b"-----BEGIN CERTIFICATE-----\nnot base64!\n-----END CERTIFICATE-----\n";
+        assert!(
+            parse_ca_bundle(broken)
+                .unwrap_err()
+                .contains("certificate 1")
+        );
+        let junk_der =
+            b"-----BEGIN CERTIFICATE-----\naGVsbG8gd29ybGQ=\n-----END CERTIFICATE-----\n";
+        let e = parse_ca_bundle(junk_der).unwrap_err();
+        assert!(e.contains("cannot be a trust anchor"), "{e}");
     }
 }

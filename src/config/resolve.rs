@@ -7,7 +7,7 @@ use super::routes::{resolve_routes, route_from_selector};
 use super::settings::*;
 use super::skills::{output_thresholds, resolve_skills, resolve_triggers};
 use crate::error::Error;
-use crate::scan::path_rules::PathRules;
+use crate::path_rules::PathRules;
 use crate::severity::{Confidence, FailOn, Severity};
 use std::path::Path;
 use std::str::FromStr;

@@ -80,10 +80,15 @@ pub struct CaCert {
     pub der: Vec<Vec<u8>>,
 }
 
+/// The `sim` provider's latency profiles (DESIGN.md section 11). Plain names here, so that
+/// config validates a route's `profile` without knowing the provider; `provider::sim`
+/// gives each its shape.
+pub const SIM_PROFILES: &[&str] = &["healthy", "slow-tail", "outage", "flaky", "rate-limited"];
+
 /// Options of the built-in `sim` provider (ignored by the others).
 #[derive(Debug, Clone, PartialEq)]
 pub struct SimOptions {
-    /// The latency profile (see `provider::sim::PROFILES`).
+    /// The latency profile (one of [`SIM_PROFILES`]).
     pub profile: String,
     /// How many times faster than real time it plays.
     pub time_scale: f64,

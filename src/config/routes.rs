@@ -151,7 +151,7 @@ fn base_url(u: &S<String>, route: &str, ctx: &Ctx) -> Result<String, Error> {
 fn sim_options(r: &RawRoute, name: &str, ctx: &Ctx) -> Result<SimOptions, Error> {
     let mut sim = SimOptions::default();
     if let Some(p) = &r.profile {
-        let known = crate::provider::sim::PROFILES;
+        let known = super::SIM_PROFILES;
         if !known.contains(&p.get_ref().as_str()) {
             return Err(ctx.err(
                 p,

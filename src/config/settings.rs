@@ -3,7 +3,7 @@
 //! and then adjusted by command-line flags.
 
 use super::route_settings::Route;
-use crate::scan::path_rules::PathRules;
+use crate::path_rules::PathRules;
 use crate::severity::{Confidence, FailOn, Severity};
 use std::path::PathBuf;
 use std::time::Duration;

@@ -220,7 +220,7 @@ pub enum Event {
     /// The review ended with this outcome (emitted by `review::run` once the report exists).
     ReviewFinished {
         /// The review outcome.
-        outcome: crate::report::ReviewOutcome,
+        outcome: super::outcome::ReviewOutcome,
         /// Units reviewed.
         reviewed: usize,
     },

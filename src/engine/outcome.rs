@@ -7,6 +7,39 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+/// The review as a whole (DESIGN.md section 5).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReviewOutcome {
+    /// Every unit was reviewed (an empty plan is complete).
+    Complete,
+    /// Some units were reviewed, some were not.
+    Partial,
+    /// There were units and none was reviewed.
+    Unavailable,
+}
+
+impl ReviewOutcome {
+    /// The outcome as people read it in every human format: `complete`, and the ones
+    /// that are not a clean review in capitals (`PARTIAL`, `UNAVAILABLE`).
+    pub fn label(self) -> &'static str {
+        match self {
+            ReviewOutcome::Complete => "complete",
+            ReviewOutcome::Partial => "PARTIAL",
+            ReviewOutcome::Unavailable => "UNAVAILABLE",
+        }
+    }
+
+    /// The outcome as the JSON report spells it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReviewOutcome::Complete => "complete",
+            ReviewOutcome::Partial => "partial",
+            ReviewOutcome::Unavailable => "unavailable",
+        }
+    }
+}
+
 /// A unit's status (DESIGN.md section 5).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
 #[serde(rename_all = "snake_case")]

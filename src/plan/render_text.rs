@@ -2,7 +2,7 @@
 //! skipped files with reasons, totals.
 
 use super::Plan;
-use crate::report::escape;
+use crate::text::escape;
 use console::style;
 use std::fmt::Write;
 

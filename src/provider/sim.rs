@@ -19,8 +19,9 @@ use std::hash::{Hash, Hasher};
 use std::sync::Mutex;
 use std::time::Duration;
 
-/// The profile names of DESIGN.md section 11.
-pub const PROFILES: &[&str] = &["healthy", "slow-tail", "outage", "flaky", "rate-limited"];
+/// The profile names of DESIGN.md section 11 (the list lives with the config that
+/// validates a route's `profile`; every name has a [`Profile::named`]).
+pub use crate::config::SIM_PROFILES as PROFILES;
 
 /// A profile: success latency (log-normal, minutes) and its faults.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -13,25 +13,6 @@ use rustls::pki_types::pem::PemObject;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-/// Parses a PEM bundle (a `caCert` file) into DER certificates, each checked to be usable
-/// as a trust anchor, so that a bad file is a config error before any request.
-pub(crate) fn parse_ca_bundle(pem: &[u8]) -> Result<Vec<Vec<u8>>, String> {
-    let mut out = Vec::new();
-    for (i, item) in CertificateDer::pem_slice_iter(pem).enumerate() {
-        let der = item.map_err(|e| format!("certificate {} is not valid PEM: {e}", i + 1))?;
-        rustls::RootCertStore::empty()
-            .add(der.clone())
-            .map_err(|e| format!("certificate {} cannot be a trust anchor: {e}", i + 1))?;
-        out.push(der.to_vec());
-    }
-    if out.is_empty() {
-        return Err(
-            "no certificate in the file (expected PEM: -----BEGIN CERTIFICATE-----)".into(),
-        );
-    }
-    Ok(out)
-}
-
 /// `SSL_CERT_FILE` and `SSL_CERT_DIR` replace the system's store when set; a path that
 /// does not work would silently leave only the built-in roots, so it is an error.
 fn check_env_roots() -> Result<(), String> {
@@ -157,29 +138,4 @@ pub(crate) fn certificate_failure(url: &reqwest::Url, detail: &str) -> Failure {
             "TLS certificate of {host} is not trusted ({detail}): if the endpoint uses a private CA or a TLS-inspecting proxy, set caCert = \"ca.pem\" on this route or SSL_CERT_FILE / SSL_CERT_DIR to that CA; warden never skips verification"
         ),
     )
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_bundle_without_certificates_or_with_a_broken_one_is_refused() {
-        assert!(parse_ca_bundle(b"").unwrap_err().contains("no certificate"));
-        assert!(
-            parse_ca_bundle(b"hello\n")
-                .unwrap_err()
-                .contains("no certificate")
-        );
-        let broken = b"-----BEGIN CERTIFICATE-----\nnot base64!\n-----END CERTIFICATE-----\n";
-        assert!(
-            parse_ca_bundle(broken)
-                .unwrap_err()
-                .contains("certificate 1")
-        );
-        let junk_der =
-            b"-----BEGIN CERTIFICATE-----\naGVsbG8gd29ybGQ=\n-----END CERTIFICATE-----\n";
-        let e = parse_ca_bundle(junk_der).unwrap_err();
-        assert!(e.contains("cannot be a trust anchor"), "{e}");
-    }
 }

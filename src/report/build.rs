@@ -4,7 +4,7 @@
 
 use super::{
     AttemptReport, Counters, Finding, Report, ReviewOutcome, SCHEMA_VERSION, SkillInfo, Source,
-    Summary, UnitReport, dedupe, fnv1a, metrics, source,
+    Summary, UnitReport, dedupe, metrics, source,
 };
 use crate::chunk::{Chunk, ChunkLineKind};
 use crate::config::{Settings, Thresholds};
@@ -13,6 +13,7 @@ use crate::findings::ModelFinding;
 use crate::plan::{Plan, Unit};
 use crate::provider::Outcome;
 use crate::skills::ActiveSkill;
+use crate::text::fnv1a;
 use crate::verify::{Pass, Verdict};
 use std::collections::BTreeMap;
 

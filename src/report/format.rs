@@ -2,7 +2,8 @@
 //! several formats (SARIF for code scanning, rdjsonl for reviewdog, a PR comment) without
 //! running twice.
 
-use super::{Report, escape, github, gitlab, markdown, rdjson, sarif, text};
+use super::{Report, github, gitlab, markdown, rdjson, sarif, text};
+use crate::text::escape;
 use std::path::PathBuf;
 use std::str::FromStr;
 

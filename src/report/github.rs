@@ -2,8 +2,8 @@
 //! and one per unit that was not reviewed, escaped as the runner expects.
 
 use super::Report;
-use super::escape::{gh_data as escape_data, gh_property as escape_property};
 use crate::severity::Severity;
+use crate::text::escape::{gh_data as escape_data, gh_property as escape_property};
 use std::fmt::Write;
 
 fn command(s: Severity) -> &'static str {

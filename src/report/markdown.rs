@@ -5,8 +5,8 @@
 //! one sticky comment. GitHub refuses bodies over 65,536 characters, so the least severe
 //! findings are cut first, and the comment says what was cut.
 
-use super::escape::{md_code as code, md_code_cell as code_cell, md_inline as inline};
 use super::{Finding, Report, ReviewOutcome, fit, summary_md};
+use crate::text::escape::{md_code as code, md_code_cell as code_cell, md_inline as inline};
 use std::collections::BTreeMap;
 use std::fmt::Write;
 use std::time::Duration;
@@ -260,7 +260,7 @@ fn trust(out: &mut String, r: &Report) {
             .as_ref()
             .is_some_and(|t| !t.changed_by_review.is_empty())
     {
-        let line = crate::trust::skills_line(&r.skills, r.trust.as_ref());
+        let line = super::rules::skills_line(&r.skills, r.trust.as_ref());
         let _ = writeln!(out, "**Skills:** {}\n", inline(&line));
     }
     for w in &r.warnings {

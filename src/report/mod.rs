@@ -4,7 +4,6 @@
 
 mod build;
 mod dedupe;
-pub mod escape;
 mod fit;
 mod format;
 pub mod github;
@@ -41,38 +40,7 @@ use std::collections::BTreeMap;
 /// The JSON report's `schemaVersion` (DESIGN.md section 8).
 pub const SCHEMA_VERSION: u32 = 1;
 
-/// The review as a whole (DESIGN.md section 5).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ReviewOutcome {
-    /// Every unit was reviewed (an empty plan is complete).
-    Complete,
-    /// Some units were reviewed, some were not.
-    Partial,
-    /// There were units and none was reviewed.
-    Unavailable,
-}
-
-impl ReviewOutcome {
-    /// The outcome as people read it in every human format: `complete`, and the ones
-    /// that are not a clean review in capitals (`PARTIAL`, `UNAVAILABLE`).
-    pub fn label(self) -> &'static str {
-        match self {
-            ReviewOutcome::Complete => "complete",
-            ReviewOutcome::Partial => "PARTIAL",
-            ReviewOutcome::Unavailable => "UNAVAILABLE",
-        }
-    }
-
-    /// The outcome as the JSON report spells it.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ReviewOutcome::Complete => "complete",
-            ReviewOutcome::Partial => "partial",
-            ReviewOutcome::Unavailable => "unavailable",
-        }
-    }
-}
+pub use crate::engine::outcome::ReviewOutcome;
 
 /// The outcome model every format renders: what was reviewed, what was not and why, every finding, and the routes' figures.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -461,16 +429,4 @@ pub(crate) fn unique_ids(findings: &[Finding]) -> Vec<String> {
             }
         })
         .collect()
-}
-
-/// FNV-1a, 64 bits: a tiny stable hash for finding ids and fingerprints.
-pub(crate) fn fnv1a(parts: &[&str]) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for p in parts {
-        for b in p.bytes().chain([0u8]) {
-            h ^= u64::from(b);
-            h = h.wrapping_mul(0x0000_0100_0000_01b3);
-        }
-    }
-    h
 }

@@ -246,7 +246,7 @@ impl Progress {
         {
             // Reasons carry provider text: one escaped line each.
             self.say(
-                style(super::escape::inline(&n))
+                style(crate::text::escape::inline(&n))
                     .dim()
                     .for_stderr()
                     .to_string(),

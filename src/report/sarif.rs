@@ -6,9 +6,9 @@
 //! execution notification with `executionSuccessful: false` on the invocation, and so is
 //! each warning of the run (level `warning`).
 
-use super::escape::md_inline;
 use super::{Finding, Report, ReviewOutcome};
 use crate::severity::Severity;
+use crate::text::escape::md_inline;
 use serde_json::{Value, json};
 use std::collections::BTreeSet;
 

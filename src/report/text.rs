@@ -1,9 +1,10 @@
 //! The report for people: findings grouped by file and, whenever the review is not
 //! complete, a banner that cannot be missed saying what was NOT reviewed.
 
-use super::{Report, ReviewOutcome, escape};
+use super::{Report, ReviewOutcome};
 use crate::engine::UnitStatus;
 use crate::severity::Severity;
+use crate::text::escape;
 use console::style;
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -307,7 +308,7 @@ fn provenance(out: &mut String, r: &Report) {
         let _ = writeln!(
             out,
             "Skills: {}",
-            escape::inline(&crate::trust::skills_line(&r.skills, r.trust.as_ref()))
+            escape::inline(&super::rules::skills_line(&r.skills, r.trust.as_ref()))
         );
     }
 }

@@ -4,14 +4,14 @@
 
 pub(crate) mod builtin;
 pub(crate) mod generated;
-pub mod path_rules;
+
 pub(crate) mod priority;
 
 use crate::config::{ChunkMode, ScanLimits, Settings};
 use crate::diff::content::ContentSource;
 use crate::diff::{ChangeStatus, FileChange, LineKind, RepoPath};
+use crate::path_rules::Verdict;
 use crate::skills::ActiveSkill;
-use path_rules::Verdict;
 pub use priority::Score;
 use serde::{Deserialize, Serialize};
 

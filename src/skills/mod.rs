@@ -272,7 +272,7 @@ pub fn add_inline(catalog: &mut Catalog, settings: &Settings) {
 impl ActiveSkill {
     /// Whether this skill reviews `path` (its `paths` and `ignorePaths`).
     pub fn applies_to(&self, path: &Path) -> bool {
-        use crate::scan::path_rules::Verdict;
+        use crate::path_rules::Verdict;
         if let Some(paths) = &self.config.paths
             && !matches!(paths.verdict(path), Verdict::Matched(_))
         {
@@ -283,7 +283,7 @@ impl ActiveSkill {
 
     /// Whether the skill has explicit `paths` that match (a relevance signal).
     pub fn paths_hit(&self, path: &Path) -> bool {
-        use crate::scan::path_rules::Verdict;
+        use crate::path_rules::Verdict;
         self.config
             .paths
             .as_ref()

@@ -8,16 +8,39 @@ use crate::error::{Error, Result};
 use git2::{Commit, DiffOptions, Repository};
 
 /// Where the new side of the change lives.
-pub(crate) enum NewSide<'r> {
+enum NewSide<'r> {
     Tree(Commit<'r>),
     Index,
     WorkDir,
 }
 
 /// The base commit (None: HEAD is unborn, the base is empty) and the new side.
-pub(crate) struct Sides<'r> {
+struct Sides<'r> {
+    base: Option<Commit<'r>>,
+    new: NewSide<'r>,
+}
+
+/// The base commit of the change (None: HEAD is unborn, the base is empty) and the
+/// steering paths the change touches.
+pub(super) struct Located<'r> {
     pub base: Option<Commit<'r>>,
-    pub new: NewSide<'r>,
+    pub changed: Vec<String>,
+}
+
+/// Finds the base of the change under review and which of `specs` differ from it: what a
+/// trusted load reads from, and what every report names as changed by the review.
+pub(super) fn locate<'r>(
+    repo: &'r Repository,
+    target: &Target,
+    default_branch: Option<&str>,
+    specs: &[String],
+) -> Result<Located<'r>> {
+    let sides = sides(repo, target, default_branch)?;
+    let changed = changed_paths(repo, &sides, specs)?;
+    Ok(Located {
+        base: sides.base,
+        changed,
+    })
 }
 
 fn head<'r>(repo: &'r Repository) -> Result<Option<Commit<'r>>> {
@@ -39,7 +62,7 @@ fn head<'r>(repo: &'r Repository) -> Result<Option<Commit<'r>>> {
 /// The sides `diff::git::select` compares for `target` (not a patch), resolved the same
 /// way: ranges from their base (the merge-base for `A...B`), a dirty tree and `--staged`
 /// from HEAD, `REF` from REF, a clean tree from its merge-base with `default_branch`.
-pub(crate) fn sides<'r>(
+fn sides<'r>(
     repo: &'r Repository,
     target: &Target,
     default_branch: Option<&str>,
@@ -89,11 +112,7 @@ pub(crate) fn sides<'r>(
 
 /// The paths under `specs` (files or folders, literal) that differ between the sides:
 /// added, edited, deleted, renamed (both names) or changed type.
-pub(crate) fn changed_paths(
-    repo: &Repository,
-    sides: &Sides,
-    specs: &[String],
-) -> Result<Vec<String>> {
+fn changed_paths(repo: &Repository, sides: &Sides, specs: &[String]) -> Result<Vec<String>> {
     let mut opts = DiffOptions::new();
     for s in specs {
         opts.pathspec(s);

@@ -1,7 +1,6 @@
 //! What reports say about trust: where config and skills were read from, which of them the
 //! change under review touches, and where each skill of the run came from.
 
-use crate::report::SkillInfo;
 use crate::skills::{ActiveSkill, Catalog, SkillOrigin};
 use serde::{Deserialize, Serialize};
 
@@ -68,7 +67,8 @@ pub struct SkillUse {
 }
 
 impl TrustReport {
-    fn short_commit(&self) -> String {
+    /// The base commit, abbreviated to 7 characters as the reports show it.
+    pub(crate) fn short_commit(&self) -> String {
         match &self.commit {
             Some(c) => c.chars().take(7).collect(),
             None => "(no commits)".into(),
@@ -155,27 +155,4 @@ pub fn skill_uses(active: &[ActiveSkill], catalog: &Catalog, trust: &TrustReport
             }
         })
         .collect()
-}
-
-/// `code-review (built-in), perf (.warden/skills/perf.md, from the change, OVERRIDES
-/// BUILT-IN)`: the skills line of the text and Markdown reports. Unescaped.
-pub fn skills_line(skills: &[SkillInfo], trust: Option<&TrustReport>) -> String {
-    let base = trust.map(|t| t.short_commit()).unwrap_or_default();
-    skills
-        .iter()
-        .map(|s| {
-            let mut parts: Vec<String> = Vec::new();
-            match (&s.path, s.origin) {
-                (_, SkillSource::BuiltIn) | (None, _) => parts.push("built-in".into()),
-                (Some(p), SkillSource::Base) => parts.push(format!("{p} from base {base}")),
-                (Some(p), SkillSource::Change) => parts.push(format!("{p}, from the change")),
-                (Some(p), SkillSource::Repository) => parts.push(p.clone()),
-            }
-            if s.overrides_builtin {
-                parts.push("OVERRIDES BUILT-IN".into());
-            }
-            format!("{} ({})", s.name, parts.join(", "))
-        })
-        .collect::<Vec<_>>()
-        .join(", ")
 }

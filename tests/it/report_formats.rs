@@ -58,7 +58,7 @@ fn skills(settings: &Settings) -> Vec<ActiveSkill> {
     .map(|(name, paths)| {
         let mut config = SkillConfig::named(name);
         let globs: Vec<String> = paths.iter().map(|p| p.to_string()).collect();
-        config.paths = Some(warden::scan::path_rules::PathRules::new(&globs).unwrap());
+        config.paths = Some(warden::path_rules::PathRules::new(&globs).unwrap());
         ActiveSkill {
             skill: catalog.get(name).unwrap().clone(),
             thresholds: settings.thresholds(&config),
