@@ -20,6 +20,7 @@ mod gateway;
 mod hostile_provider;
 mod install_script;
 mod invariant;
+mod layers;
 mod outputs;
 mod patch_input;
 mod patch_property;
