@@ -38,19 +38,32 @@ pub(super) async fn acquire(sh: &Shared<'_>, u: &mut UnitRun<'_>) -> Result<Slot
             last_failed: u.last.as_ref().map(|l| l.route),
         };
         let now = Instant::now();
+        let paused = |r: usize| sh.engine.pacing.paused_until(r, now);
         let (route, preferred_reopen, spill) =
-            match sh.engine.picker.pick(&*sh.engine.breakers, input, now) {
+            match sh
+                .engine
+                .picker
+                .pick_paced(&*sh.engine.breakers, &paused, input, now)
+            {
                 Pick::Route {
                     route,
                     passed_over,
                     preferred_reopen,
                     spill,
                 } => {
+                    if let Some(resume) = paused_instead(sh, u, route, allowed, now, until) {
+                        wait_for_resume(sh, u, resume, until, changed).await?;
+                        continue;
+                    }
                     passed_over_events(sh, u.index(), &passed_over);
                     (route, preferred_reopen, spill)
                 }
-                Pick::NoneAdmits { reopen } => {
-                    wait_for_reopen(sh, u, reopen, until, changed).await?;
+                Pick::NoneAdmits { reopen, resume } => {
+                    if let Some(resume) = resume.filter(|t| reopen.is_none_or(|r| *t <= r)) {
+                        wait_for_resume(sh, u, resume, until, changed).await?;
+                    } else {
+                        wait_for_reopen(sh, u, reopen, until, changed).await?;
+                    }
                     continue;
                 }
             };
@@ -66,27 +79,21 @@ pub(super) async fn acquire(sh: &Shared<'_>, u: &mut UnitRun<'_>) -> Result<Slot
         // Ordered: this route's permit. Spillover: the first free one of this route and
         // the later routes that take spillover, else whichever frees first.
         let candidates: Vec<usize> = std::iter::once(route).chain(spill).collect();
-        let (route, permit) = match wait_for_any_permit(
-            &*sh.engine.bulkhead,
-            &candidates,
-            u.hunk_end.is_none(),
-            wake,
-        )
-        .await
-        {
-            AnyWaited::Permit(r, p) => (r, p),
-            AnyWaited::Rechoose => continue,
-            AnyWaited::Expired if sh.budget_spent(Instant::now()) => {
-                return Err(u.stop_on_cancel(sh));
-            }
-            AnyWaited::Expired if u.hunk_end.is_some() => {
-                return Err(Stop::new(
-                    UnitStatus::TimedOut,
-                    "the hunk budget ran out waiting for a route's concurrency permit",
-                ));
-            }
-            AnyWaited::Expired => return Err(not_started(sh)),
-        };
+        let (route, permit) =
+            match wait_for_any_permit(&*sh.engine.bulkhead, &candidates, u.fresh(), wake).await {
+                AnyWaited::Permit(r, p) => (r, p),
+                AnyWaited::Rechoose => continue,
+                AnyWaited::Expired if sh.budget_spent(Instant::now()) => {
+                    return Err(u.stop_on_cancel(sh));
+                }
+                AnyWaited::Expired if u.hunk_end.is_some() => {
+                    return Err(Stop::new(
+                        UnitStatus::TimedOut,
+                        "the hunk budget ran out waiting for a route's concurrency permit",
+                    ));
+                }
+                AnyWaited::Expired => return Err(not_started(sh)),
+            };
         match admit(sh, u, route, permit, reason).await? {
             Admitted::Slot(slot) => return Ok(slot),
             Admitted::Rechoose => continue,
@@ -266,6 +273,78 @@ async fn reason_for(
     }
     let after = l.reason.clone();
     Ok(Some(AttemptReason::Retry { after }))
+}
+
+/// Rule 6 with section 13: the route that just failed the unit is retried only if no
+/// other route admits calls, and a route paused by back-pressure is only "not now". So
+/// when the pick falls back to the failed route while another allowed route is merely
+/// paused, and its pause fits the unit's budget (rule 6's half-budget rule), the unit
+/// waits for that one instead. The soonest such pause's end, if any.
+fn paused_instead(
+    sh: &Shared,
+    u: &UnitRun,
+    route: usize,
+    allowed: &[usize],
+    now: Instant,
+    until: Instant,
+) -> Option<Instant> {
+    if u.last.as_ref().map(|l| l.route) != Some(route) {
+        return None;
+    }
+    let resume = allowed
+        .iter()
+        .filter(|r| **r != route && sh.engine.breakers.would_admit(**r, now))
+        .filter_map(|r| sh.engine.pacing.paused_until(*r, now))
+        .min()?;
+    let wait = resume.saturating_duration_since(now);
+    let fits = resume < until
+        && u.hunk_end.is_none_or(|h| {
+            sh.retry
+                .retry_after_fits(wait, h.saturating_duration_since(now))
+        });
+    fits.then_some(resume)
+}
+
+/// Every route that admits calls is paused by a back-pressure Retry-After (section 13):
+/// the unit waits for the first to resume if that comes before its deadline and, once it
+/// started, leaves half its hunk budget (rule 6); else it ends now, `unavailable`, rather
+/// than idle to a deadline it cannot use.
+async fn wait_for_resume(
+    sh: &Shared<'_>,
+    u: &UnitRun<'_>,
+    resume: Instant,
+    until: Instant,
+    changed: std::pin::Pin<&mut tokio::sync::futures::Notified<'_>>,
+) -> Result<(), Stop> {
+    let now = Instant::now();
+    let wait = resume.saturating_duration_since(now);
+    let fits = resume < until
+        && u.hunk_end.is_none_or(|h| {
+            sh.retry
+                .retry_after_fits(wait, h.saturating_duration_since(now))
+        });
+    if !fits {
+        let which = if u.hunk_end.is_some() {
+            "hunk budget"
+        } else {
+            "review budget"
+        };
+        return Err(Stop::new(
+            UnitStatus::Unavailable,
+            format!(
+                "rate limited: every route that admits calls is paused by Retry-After for {} more, which the {which} does not allow ({} left)",
+                crate::config::format_duration(wait),
+                crate::config::format_duration(until.saturating_duration_since(now)),
+            ),
+        ));
+    }
+    tokio::select! {
+        biased;
+        _ = sh.cancel.cancelled() => {}
+        _ = changed => {}
+        _ = sleep_until(resume) => {}
+    }
+    Ok(())
 }
 
 /// No route admits calls. A first attempt waits, within its budget, for an open breaker

@@ -36,12 +36,21 @@ pub trait Bulkhead: Send + Sync {
     }
     /// The route's cap.
     fn cap(&self, route: usize) -> usize;
+    /// Sets how many of `route`'s permits may be held at once: its effective limit
+    /// (DESIGN.md section 13), at least 1 and at most the cap. Permits held above a lower
+    /// limit are not taken back; they are not given out again when they return. By
+    /// default the source has only its cap.
+    fn set_limit(&self, route: usize, limit: usize) {
+        let _ = (route, limit);
+    }
     /// The most permits of the route held at once so far.
     fn peak(&self, route: usize) -> usize;
 }
 
 struct LocalRoute {
     permits: Arc<Semaphore>,
+    /// The effective limit's bookkeeping over `permits`.
+    gate: Arc<std::sync::Mutex<Gate>>,
     /// Units not started queue here (in order) and only the first of them waits among
     /// the permits' waiters, so a started unit's failover is never behind a queue of new
     /// units whose hunk budgets have not begun.
@@ -61,6 +70,10 @@ impl LocalBulkhead {
             caps.into_iter()
                 .map(|cap| LocalRoute {
                     permits: Arc::new(Semaphore::new(cap.max(1))),
+                    gate: Arc::new(std::sync::Mutex::new(Gate {
+                        issued: cap.max(1),
+                        debt: 0,
+                    })),
                     lobby: tokio::sync::Mutex::new(()),
                     cap: cap.max(1),
                     held: Arc::default(),
@@ -71,15 +84,56 @@ impl LocalBulkhead {
     }
 }
 
-/// Counts the permit as held while it lives.
+/// A route's effective limit over its semaphore: `issued` permits exist (free or held),
+/// and `debt` of them are to be forgotten as they come back, so the permits that can be
+/// held are `issued - debt` (tokio's semaphore cannot take back a held permit).
+struct Gate {
+    issued: usize,
+    debt: usize,
+}
+
+impl Gate {
+    /// Moves the limit to `limit`: gives permits (cancelling debt first) or takes free
+    /// ones and owes the rest.
+    fn set(&mut self, permits: &Semaphore, limit: usize) {
+        let now = self.issued - self.debt;
+        if limit > now {
+            let give = limit - now;
+            let cancel = give.min(self.debt);
+            self.debt -= cancel;
+            permits.add_permits(give - cancel);
+            self.issued += give - cancel;
+        } else if limit < now {
+            let take = now - limit;
+            let forgot = permits.forget_permits(take);
+            self.issued -= forgot;
+            self.debt += take - forgot;
+        }
+    }
+}
+
+/// Counts the permit as held while it lives; gives it back, or forgets it while the
+/// limit is lower than the permits issued.
 struct Held {
-    _permit: OwnedSemaphorePermit,
+    permit: Option<OwnedSemaphorePermit>,
     held: Arc<AtomicUsize>,
+    gate: Arc<std::sync::Mutex<Gate>>,
 }
 
 impl Drop for Held {
     fn drop(&mut self) {
         self.held.fetch_sub(1, Ordering::SeqCst);
+        let mut gate = self.gate.lock().expect("gate lock");
+        if gate.debt > 0
+            && let Some(p) = self.permit.take()
+        {
+            p.forget();
+            gate.debt -= 1;
+            gate.issued -= 1;
+        }
+        // Otherwise the permit goes back (dropped with `self`), under the gate's lock so a
+        // concurrent `set` sees it.
+        drop(self.permit.take());
     }
 }
 
@@ -88,8 +142,9 @@ impl LocalRoute {
         let now = self.held.fetch_add(1, Ordering::SeqCst) + 1;
         self.peak.fetch_max(now, Ordering::SeqCst);
         Permit::new(Held {
-            _permit: permit,
+            permit: Some(permit),
             held: self.held.clone(),
+            gate: self.gate.clone(),
         })
     }
 }
@@ -127,6 +182,12 @@ impl Bulkhead for LocalBulkhead {
 
     fn cap(&self, route: usize) -> usize {
         self.0[route].cap
+    }
+
+    fn set_limit(&self, route: usize, limit: usize) {
+        let r = &self.0[route];
+        let limit = limit.clamp(1, r.cap);
+        r.gate.lock().expect("gate lock").set(&r.permits, limit);
     }
 
     fn peak(&self, route: usize) -> usize {
@@ -307,6 +368,36 @@ mod tests {
             .expect("a dropped permit is given back");
         assert_eq!(b.peak(0), 2);
         assert_eq!(b.peak(1), 0);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_effective_limit_gates_permits_under_the_cap_and_never_takes_held_ones() {
+        let b = LocalBulkhead::new([4]);
+        let mut held: Vec<Permit> = (0..4).map(|_| b.try_acquire(0).unwrap()).collect();
+        b.set_limit(0, 2);
+        assert!(b.try_acquire(0).is_none());
+        held.pop();
+        held.pop();
+        assert!(
+            b.try_acquire(0).is_none(),
+            "returned above the limit: forgotten"
+        );
+        held.pop();
+        let p = b.try_acquire(0).expect("one under the limit of 2");
+        assert!(b.try_acquire(0).is_none(), "two held");
+        // Raising it cancels what is still owed first; never above the cap.
+        b.set_limit(0, 100);
+        let more: Vec<Permit> = std::iter::from_fn(|| b.try_acquire(0)).collect();
+        assert_eq!(more.len(), 2, "cap 4, two held");
+        drop((p, held, more));
+        b.set_limit(0, 0);
+        let one = b.try_acquire(0).expect("never below 1");
+        assert!(b.try_acquire(0).is_none());
+        drop(one);
+        b.set_limit(0, 3);
+        let all: Vec<Permit> = std::iter::from_fn(|| b.try_acquire(0)).collect();
+        assert_eq!(all.len(), 3);
+        assert_eq!(b.peak(0), 4);
     }
 
     #[tokio::test(start_paused = true)]

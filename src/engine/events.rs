@@ -192,6 +192,41 @@ pub enum Event {
         /// Why, for people.
         reason: String,
     },
+    /// An attempt was answered with back-pressure (DESIGN.md section 13: 429 rate limit,
+    /// 529, 503 with Retry-After): the unit goes back to the head of the queue without
+    /// using an attempt; a Retry-After pauses the route's new attempts.
+    BackPressure {
+        /// The unit's index.
+        unit: usize,
+        /// The route that answered.
+        route: String,
+        /// Its index (failover order).
+        route_index: usize,
+        /// The unit's answers of back-pressure so far (it ends `unavailable` at 8).
+        bounce: u32,
+        /// The answer's Retry-After, if any.
+        retry_after: Option<Duration>,
+        /// When the route's pause ends, from the pass's start (None: not paused).
+        paused_until: Option<Duration>,
+        /// When it happened, from the pass's start.
+        at: Duration,
+    },
+    /// A route's effective concurrency limit changed (section 13: it adapts under the
+    /// route's `maxConcurrency`, its ceiling).
+    LimitChanged {
+        /// The route.
+        route: String,
+        /// Its index (failover order).
+        route_index: usize,
+        /// The new effective limit (permits that may be in flight).
+        limit: usize,
+        /// The ceiling (`maxConcurrency`).
+        ceiling: usize,
+        /// Why it changed.
+        reason: super::limit::LimitReason,
+        /// When, from the pass's start.
+        at: Duration,
+    },
     /// A unit ended with exactly one status; its result travels with the event.
     UnitFinished {
         /// The unit's index.

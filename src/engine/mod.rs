@@ -13,7 +13,9 @@ pub mod clock;
 pub mod cost;
 pub mod events;
 mod idle;
+pub mod limit;
 pub mod outcome;
+mod pacing;
 pub mod retry;
 pub mod route_picker;
 pub mod shedder;
@@ -128,6 +130,10 @@ struct Route {
     max_tokens: u32,
     /// What its attempts used so far, for cost estimates.
     observed: std::sync::Mutex<cost::Observed>,
+    /// Its attempts in flight in this process (the load a latency sample was taken at).
+    in_flight: AtomicUsize,
+    /// Its effective limit under `maxConcurrency` (section 13), applied to the bulkhead.
+    limit: std::sync::Mutex<limit::AdaptiveLimit>,
 }
 
 /// What the units of one pass share.
@@ -185,6 +191,8 @@ pub struct Engine {
     sink: Sink,
     /// Woken on every breaker transition, so waiting units re-choose their route.
     changed: Notify,
+    /// Routes paused by a back-pressure Retry-After.
+    pacing: pacing::Pacing,
 }
 
 impl Engine {
@@ -194,7 +202,8 @@ impl Engine {
         let bulkhead = LocalBulkhead::new(routes.iter().map(|r| r.max_concurrency));
         let spill: Vec<bool> = routes.iter().map(|r| r.spill).collect();
         let breakers = LocalBreakers::new(routes.len(), exec.breaker, Instant::now());
-        Engine {
+        let pacing = pacing::Pacing::new(routes.len());
+        let engine = Engine {
             all_routes: (0..routes.len()).collect(),
             routes: routes
                 .into_iter()
@@ -206,6 +215,8 @@ impl Engine {
                     prices: r.prices,
                     max_tokens: r.max_tokens,
                     observed: Default::default(),
+                    in_flight: AtomicUsize::new(0),
+                    limit: std::sync::Mutex::new(limit::AdaptiveLimit::new(r.max_concurrency)),
                 })
                 .collect(),
             picker: RoutePicker::new(Ordered).with_spillover(spill, exec.routing),
@@ -216,6 +227,17 @@ impl Engine {
             exec,
             sink,
             changed: Notify::new(),
+            pacing,
+        };
+        engine.apply_limits();
+        engine
+    }
+
+    /// Gives the bulkhead every route's effective limit.
+    fn apply_limits(&self) {
+        for (i, r) in self.routes.iter().enumerate() {
+            let limit = r.limit.lock().expect("limit lock").current();
+            self.bulkhead.set_limit(i, limit);
         }
     }
 
@@ -229,6 +251,7 @@ impl Engine {
     /// Replaces the permit source (one per route, by index).
     pub fn with_bulkhead(mut self, bulkhead: impl Bulkhead + 'static) -> Self {
         self.bulkhead = Box::new(bulkhead);
+        self.apply_limits();
         self
     }
 

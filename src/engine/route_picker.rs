@@ -62,6 +62,9 @@ pub enum Pick {
     NoneAdmits {
         /// When an open breaker lets a probe through.
         reopen: Option<Instant>,
+        /// When the soonest route paused by back-pressure (its breaker admitting) may
+        /// take attempts again.
+        resume: Option<Instant>,
     },
 }
 
@@ -103,13 +106,34 @@ impl RoutePicker {
 
     /// The first route in order whose breaker admits calls at `now`.
     pub fn pick(&self, breakers: &dyn Breakers, input: OrderInput<'_>, now: Instant) -> Pick {
+        self.pick_paced(breakers, &|_| None, input, now)
+    }
+
+    /// As [`RoutePicker::pick`], passing over the routes `paused` says are paused by
+    /// back-pressure (DESIGN.md section 13) as it passes over open breakers; waiting units
+    /// come back when the pause ends.
+    pub fn pick_paced(
+        &self,
+        breakers: &dyn Breakers,
+        paused: &dyn Fn(usize) -> Option<Instant>,
+        input: OrderInput<'_>,
+        now: Instant,
+    ) -> Pick {
         let order = self.order.order(input);
-        let Some(pos) = order.iter().position(|r| breakers.would_admit(*r, now)) else {
+        let admits = |r: usize| breakers.would_admit(r, now) && paused(r).is_none();
+        let back_at = |r: usize| breakers.reopens_at(r).or_else(|| paused(r));
+        let Some(pos) = order.iter().position(|r| admits(*r)) else {
             return Pick::NoneAdmits {
                 reopen: input
                     .allowed
                     .iter()
                     .filter_map(|r| breakers.reopens_at(*r))
+                    .min(),
+                resume: input
+                    .allowed
+                    .iter()
+                    .filter(|r| breakers.would_admit(**r, now))
+                    .filter_map(|r| paused(*r))
                     .min(),
             };
         };
@@ -120,7 +144,7 @@ impl RoutePicker {
                 .iter()
                 .copied()
                 .filter(|r| self.takes_spill.get(*r).copied().unwrap_or(true))
-                .filter(|r| breakers.would_admit(*r, now))
+                .filter(|r| admits(*r))
                 .collect()
         } else {
             Vec::new()
@@ -128,10 +152,7 @@ impl RoutePicker {
         Pick::Route {
             route: order[pos],
             spill,
-            preferred_reopen: passed_over
-                .iter()
-                .filter_map(|r| breakers.reopens_at(*r))
-                .min(),
+            preferred_reopen: passed_over.iter().filter_map(|r| back_at(*r)).min(),
             passed_over,
         }
     }
@@ -224,7 +245,8 @@ mod tests {
         assert_eq!(
             picker.pick(&b, input(ALL, None), t0),
             Pick::NoneAdmits {
-                reopen: Some(t0 + cfg.open_for)
+                reopen: Some(t0 + cfg.open_for),
+                resume: None,
             }
         );
         // After openFor, the open route admits a probe again.

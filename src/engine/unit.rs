@@ -12,8 +12,9 @@ use super::bulkhead::Permit;
 use super::clock::deadline_after;
 use super::cost::{self, Reservation};
 use super::events::{AttemptReason, Event};
+use super::limit::{Sample, Signal};
 use super::outcome::{AttemptLog, Move, UnitResult, UnitStatus};
-use super::retry::Stop;
+use super::retry::{MAX_BOUNCES, Stop};
 use super::{Shared, UnitInfo};
 use crate::findings::Extracted;
 use crate::provider::{AttemptRecord, AttemptRequest, Outcome};
@@ -46,8 +47,10 @@ pub(super) async fn run(sh: &Shared<'_>, index: usize, work: &UnitInfo) {
             Ok(slot) => slot,
             Err(stop) => return u.finish(sh, stop),
         };
-        // Rule 2: the hunk budget starts when the first attempt starts.
+        // Rule 2: the hunk budget starts when the first attempt starts (section 13: the
+        // first attempt that is not answered with back-pressure; see `bounced`).
         let now = Instant::now();
+        let started = u.hunk_end.is_some();
         let hunk_end = *u
             .hunk_end
             .get_or_insert_with(|| deadline_after(now, sh.exec.hunk_budget));
@@ -57,13 +60,19 @@ pub(super) async fn run(sh: &Shared<'_>, index: usize, work: &UnitInfo) {
         if record.outcome == Outcome::Ok {
             return u.reviewed(sh, &record.route, extracted.unwrap_or_default());
         }
+        if record.backpressure {
+            if let Err(stop) = bounced(sh, &mut u, route, &record, started) {
+                return u.finish(sh, stop);
+            }
+            continue;
+        }
         // Section 5: cut by the review budget or a signal, the unit is cancelled.
         if record.outcome == Outcome::Cancelled || sh.budget_spent(Instant::now()) {
             return u.finish(sh, cancelled(sh));
         }
         // Rules 4–5: only the engine decides whether another attempt follows.
         let left = hunk_end.saturating_duration_since(Instant::now());
-        let made = u.result.attempts.len() as u32;
+        let made = u.attempts_made();
         if let Err(stop) = sh.retry.further_attempt(record.outcome, made, left) {
             let reason = format!(
                 "{}; last attempt on {}: {}",
@@ -77,6 +86,66 @@ pub(super) async fn run(sh: &Shared<'_>, index: usize, work: &UnitInfo) {
             retry_after: record.retry_after,
         });
     }
+}
+
+/// Section 13: an answer of back-pressure ("not now", before any model work) is a wait,
+/// not a failure. It uses none of `maxAttempts`, is no breaker verdict (see `attempt`),
+/// and does not start the hunk budget: a unit that had not started is again a unit that
+/// has not started, so its hunk budget starts with the first attempt that is not
+/// bounced. The unit goes back to the head of the queue (permit waits serve it before
+/// units not yet dispatched), and a Retry-After pauses the route's new attempts until
+/// then ([`super::pacing::Pacing`]). After [`MAX_BOUNCES`] the unit ends `unavailable`;
+/// the review budget bounds the waits as any other.
+fn bounced(
+    sh: &Shared,
+    u: &mut UnitRun,
+    route: usize,
+    record: &AttemptRecord,
+    started: bool,
+) -> Result<(), Stop> {
+    if !started {
+        u.hunk_end = None;
+    }
+    u.bounces += 1;
+    let now = Instant::now();
+    let paused_until = record
+        .retry_after
+        .map(|ra| sh.engine.pacing.pause(route, now, ra));
+    sh.sink.emit(Event::BackPressure {
+        unit: u.index(),
+        route: record.route.clone(),
+        route_index: route,
+        bounce: u.bounces,
+        retry_after: record.retry_after,
+        paused_until: paused_until.map(|t| t.saturating_duration_since(sh.start)),
+        at: now.saturating_duration_since(sh.start),
+    });
+    if paused_until.is_some() {
+        // Units waiting for this route's permits choose again (other routes, or later).
+        sh.engine.changed.notify_waiters();
+    }
+    if sh.budget_spent(now) {
+        let stop = u.stop_on_cancel(sh);
+        return Err(Stop::new(
+            stop.status,
+            format!(
+                "{} (rate limited {} time{}, back-pressure)",
+                stop.reason,
+                u.bounces,
+                if u.bounces == 1 { "" } else { "s" }
+            ),
+        ));
+    }
+    if u.bounces >= MAX_BOUNCES {
+        return Err(Stop::new(
+            UnitStatus::Unavailable,
+            format!(
+                "rate limited {} times (back-pressure); last on {}: {}",
+                u.bounces, record.route, record.reason
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// The last failed attempt, which shapes the next one.
@@ -106,6 +175,8 @@ pub(super) struct UnitRun<'w> {
     pub(super) last: Option<LastFailure>,
     /// It waited for an open breaker to half-open (a first attempt may).
     pub(super) waited_for_open_routes: bool,
+    /// Answers of back-pressure so far (section 13).
+    pub(super) bounces: u32,
 }
 
 impl<'w> UnitRun<'w> {
@@ -127,7 +198,20 @@ impl<'w> UnitRun<'w> {
             hunk_end: None,
             last: None,
             waited_for_open_routes: false,
+            bounces: 0,
         }
+    }
+
+    /// Neither started nor bounced: it waits behind the units already in line (a started
+    /// or bounced unit goes first, at the head of the queue).
+    pub(super) fn fresh(&self) -> bool {
+        self.hunk_end.is_none() && self.bounces == 0
+    }
+
+    /// Attempts that count toward `maxAttempts`: back-pressure answers do not.
+    pub(super) fn attempts_made(&self) -> u32 {
+        let a = &self.result.attempts;
+        a.iter().filter(|a| !a.record.backpressure).count() as u32
     }
 
     pub(super) fn index(&self) -> usize {
@@ -232,6 +316,7 @@ async fn attempt(
         limits: sh.limits(deadline),
     };
     sh.in_flight.fetch_add(1, Ordering::SeqCst);
+    let load = route.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
     let result = tokio::select! {
         biased;
         _ = sh.cancel.cancelled() => None,
@@ -239,7 +324,7 @@ async fn attempt(
     };
     // Dropping the attempt's future above has already closed its connection.
     sh.in_flight.fetch_sub(1, Ordering::SeqCst);
-    drop(slot.permit);
+    route.in_flight.fetch_sub(1, Ordering::SeqCst);
     let finished = Instant::now();
     let ran = finished.saturating_duration_since(now);
     let (mut record, extracted) = match result {
@@ -252,10 +337,19 @@ async fn attempt(
         record.stage = None;
         record.reason = "cancelled: the review budget ran out during the attempt".into();
     }
+    // Back-pressure is no verdict on the route's health (section 13): the breaker gets
+    // back what it reserved and counts nothing, as for a cancelled attempt.
+    let verdict_outcome = if record.backpressure {
+        Outcome::Cancelled
+    } else {
+        record.outcome
+    };
+    adapt_limit(sh, slot.route, &record, now, load);
+    drop(slot.permit);
     let verdict = sh
         .engine
         .breakers
-        .record_async(slot.route, finished, record.outcome, slot.hold)
+        .record_async(slot.route, finished, verdict_outcome, slot.hold)
         .await;
     if let Some(t) = verdict {
         announce(sh, &route.name, t);
@@ -275,6 +369,42 @@ async fn attempt(
         record: record.clone(),
     });
     (record, extracted)
+}
+
+/// Section 13: the route's effective limit learns from the attempt (`load`: the route's
+/// attempts in flight when it started, itself included); a change goes to the bulkhead
+/// (before this attempt's permit comes back, so a lower limit keeps it) and out as an
+/// event.
+fn adapt_limit(sh: &Shared, route: usize, record: &AttemptRecord, started: Instant, load: usize) {
+    let signal = if record.backpressure {
+        Signal::BackPressure
+    } else if record.outcome == Outcome::Ok {
+        Signal::Answer(record.duration)
+    } else {
+        Signal::Nothing
+    };
+    let r = &sh.engine.routes[route];
+    let now = Instant::now();
+    let sample = Sample {
+        started,
+        in_flight: load,
+        signal,
+    };
+    let mut limit = r.limit.lock().expect("limit lock");
+    let Some((to, reason)) = limit.record(sample, now) else {
+        return;
+    };
+    let ceiling = limit.ceiling();
+    sh.engine.bulkhead.set_limit(route, to);
+    drop(limit);
+    sh.sink.emit(Event::LimitChanged {
+        route: r.name.clone(),
+        route_index: route,
+        limit: to,
+        ceiling,
+        reason,
+        at: now.saturating_duration_since(sh.start),
+    });
 }
 
 /// What the attempt cost; the route learns its usage for later estimates, and the cost

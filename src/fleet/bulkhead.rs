@@ -203,6 +203,12 @@ impl Bulkhead for FleetBulkhead {
         self.local.cap(route)
     }
 
+    /// The effective limit gates the local permits, taken before a fleet permit: this
+    /// process holds at most that many, and `fleetMaxConcurrency` still bounds the sum.
+    fn set_limit(&self, route: usize, limit: usize) {
+        self.local.set_limit(route, limit);
+    }
+
     fn peak(&self, route: usize) -> usize {
         self.local.peak(route)
     }

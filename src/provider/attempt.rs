@@ -157,6 +157,11 @@ pub struct AttemptRecord {
     pub reason: String,
     /// A rate limit's Retry-After, when given.
     pub retry_after: Option<Duration>,
+    /// Back-pressure (DESIGN.md section 13): the provider said "not now" before any model
+    /// work (429 rate limit, 529 overloaded, 503 with Retry-After). The outcome keeps its
+    /// report label (`rate_limited`, `unavailable`); the engine treats the attempt as a
+    /// wait, not a failure. Exhausted quota is never back-pressure.
+    pub backpressure: bool,
     /// The gateway that answered, when its response headers name one (`litellm`): a
     /// gateway may retry on its own inside what warden counts as one attempt.
     pub gateway: Option<&'static str>,
@@ -197,6 +202,7 @@ impl AttemptRecord {
             stage: None,
             reason: "the attempt did not finish".into(),
             retry_after: None,
+            backpressure: false,
             gateway: None,
             rate_limit: None,
             warning: None,

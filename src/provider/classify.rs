@@ -19,6 +19,8 @@ pub struct Failure {
     pub reason: String,
     /// A rate limit's Retry-After (clamped).
     pub retry_after: Option<Duration>,
+    /// "Not now" before any model work (see `AttemptRecord::backpressure`).
+    pub backpressure: bool,
 }
 
 impl Failure {
@@ -29,6 +31,7 @@ impl Failure {
             stage: None,
             reason: reason.into(),
             retry_after: None,
+            backpressure: false,
         }
     }
 
@@ -85,8 +88,17 @@ pub fn classify_status(status: u16, headers: &HeaderMap, body: &[u8]) -> Failure
             None => format!("{status} {what}"),
         },
     );
-    if outcome == Outcome::RateLimited {
-        f.retry_after = retry_after(headers);
+    // Back-pressure (DESIGN.md section 13): a 429 rate limit (quota stays a failure), a
+    // 529 overloaded, or a 503 that says when to come back.
+    let after = retry_after(headers);
+    f.backpressure = match status {
+        429 => outcome == Outcome::RateLimited,
+        529 => outcome == Outcome::Unavailable,
+        503 => outcome == Outcome::Unavailable && after.is_some(),
+        _ => false,
+    };
+    if f.backpressure {
+        f.retry_after = after;
     }
     f
 }
@@ -180,6 +192,46 @@ mod tests {
         for s in [408, 500, 502, 503, 504, 529] {
             assert_eq!(c(s, ""), Outcome::Unavailable, "{s}");
         }
+    }
+
+    fn bp(status: u16, retry_after: Option<&str>, body: &str) -> (Outcome, bool, Option<Duration>) {
+        let mut h = HeaderMap::new();
+        if let Some(v) = retry_after {
+            h.insert("retry-after", v.parse().unwrap());
+        }
+        let f = classify_status(status, &h, body.as_bytes());
+        (f.outcome, f.backpressure, f.retry_after)
+    }
+
+    #[test]
+    fn back_pressure_is_a_rate_limit_an_overload_or_a_503_that_says_when() {
+        let s = Duration::from_secs;
+        assert_eq!(
+            bp(429, Some("2"), ""),
+            (Outcome::RateLimited, true, Some(s(2)))
+        );
+        assert_eq!(
+            bp(429, None, r#"{"error":{"code":"rate_limit_exceeded"}}"#),
+            (Outcome::RateLimited, true, None)
+        );
+        assert_eq!(bp(529, None, ""), (Outcome::Unavailable, true, None));
+        assert_eq!(
+            bp(529, Some("3"), ""),
+            (Outcome::Unavailable, true, Some(s(3)))
+        );
+        assert_eq!(
+            bp(503, Some("1"), ""),
+            (Outcome::Unavailable, true, Some(s(1)))
+        );
+        // Not back-pressure: exhausted quota (a hard failure), a 503 that does not say
+        // when, other errors (even with a Retry-After).
+        assert_eq!(
+            bp(429, Some("1"), r#"{"error":{"code":"insufficient_quota"}}"#),
+            (Outcome::Quota, false, None)
+        );
+        assert_eq!(bp(503, None, ""), (Outcome::Unavailable, false, None));
+        assert_eq!(bp(500, Some("1"), ""), (Outcome::Unavailable, false, None));
+        assert_eq!(bp(401, Some("1"), ""), (Outcome::Auth, false, None));
     }
 
     #[test]

@@ -296,6 +296,7 @@ pub(crate) fn finish(
             record.stage = f.stage;
             record.reason = secret::clean(key, &f.reason, secret::REASON_CHARS);
             record.retry_after = f.retry_after;
+            record.backpressure = f.backpressure;
             Attempt {
                 record,
                 extracted: None,

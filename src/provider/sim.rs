@@ -235,6 +235,7 @@ impl SimProvider {
                 let mut f = Failure::new(Outcome::RateLimited, "429 rate limited (sim)");
                 let wait = retry_after_s / self.route.sim.time_scale;
                 f.retry_after = Some(Duration::from_secs_f64(wait));
+                f.backpressure = true;
                 Err(f)
             }
             Draw::SlowError { minutes } => Err(self.slow_error(&mut record, limits, minutes).await),

@@ -175,6 +175,8 @@ impl Layout {
             Event::RouteSkipped { .. } | Event::Retry { .. } | Event::Failover { .. } => {
                 self.unit_notice(ts, e)
             }
+            // Section 13's limits and back-pressure get their own tracks later.
+            Event::BackPressure { .. } | Event::LimitChanged { .. } => {}
             Event::Breaker {
                 route,
                 from,

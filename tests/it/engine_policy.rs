@@ -16,7 +16,7 @@ use warden::provider::{Outcome, Provider};
 
 const S: fn(u64) -> Duration = Duration::from_secs;
 
-fn exec() -> Execution {
+pub(crate) fn exec() -> Execution {
     Execution {
         review_budget: S(900),
         hunk_budget: S(300),
@@ -37,9 +37,9 @@ fn exec() -> Execution {
 }
 
 /// Events with the (paused) time they were emitted, relative to the start.
-type Timeline = Arc<Mutex<Vec<(Duration, Event)>>>;
+pub(crate) type Timeline = Arc<Mutex<Vec<(Duration, Event)>>>;
 
-async fn run_with(
+pub(crate) async fn run_with(
     routes: Vec<(Arc<Scripted>, usize)>,
     exec: Execution,
     work: Vec<UnitWork>,
@@ -121,8 +121,10 @@ async fn no_further_attempt_with_less_than_half_the_hunk_budget() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn retry_after_is_slept_on_only_when_it_fits_and_no_other_route_admits() {
-    // Fits (10 s of 300 s) and there is no other route: sleep, then retry the same route.
+async fn a_retry_after_pauses_the_route_and_is_waited_on_within_the_review_budget() {
+    // DESIGN.md section 13 (amending rule 6): a 429 is back-pressure. It uses no attempt
+    // (maxAttempts 1 still reviews), pauses the route for its Retry-After, and the unit,
+    // back at the head of the queue, goes again when the pause ends.
     let a = Scripted::new("a", |n| {
         if n == 0 {
             Step::RateLimited(S(1), S(10))
@@ -130,34 +132,34 @@ async fn retry_after_is_slept_on_only_when_it_fits_and_no_other_route_admits() {
             Step::Ok(S(1), 0)
         }
     });
-    let (r, tl) = run_with(vec![(a, 1)], exec(), units(1)).await;
+    let mut e = exec();
+    e.max_attempts = 1;
+    let (r, tl) = run_with(vec![(a, 1)], e, units(1)).await;
     let u = &r.units[0];
-    assert_eq!(u.status, UnitStatus::Reviewed);
+    assert_eq!(u.status, UnitStatus::Reviewed, "{u:?}");
     assert_eq!(u.routes_tried, ["a", "a"]);
     assert_eq!(u.attempts[1].started, S(11));
-    assert!(
-        tl.lock()
-            .unwrap()
-            .iter()
-            .any(|(_, e)| matches!(e, Event::Retry { wait, .. } if *wait == S(10)))
-    );
+    assert!(tl.lock().unwrap().iter().any(|(_, e)| matches!(
+        e,
+        Event::BackPressure { bounce: 1, retry_after: Some(ra), paused_until: Some(p), .. }
+            if *ra == S(10) && *p == S(11)
+    )));
 
-    // Longer than the budget allows: never slept on.
+    // A Retry-After longer than the hunk budget does not end an unstarted unit: its hunk
+    // budget has not started. It waits while the review budget allows, and ends at once
+    // (no idle waiting) when the pause would outlast it: 1 s + 4 × 201 s, then a pause
+    // to 1005 s of a 900 s budget.
     let a = Scripted::always("a", Step::RateLimited(S(1), S(200)));
     let (r, _) = run_with(vec![(a.clone(), 1)], exec(), units(1)).await;
     assert_eq!(r.units[0].status, UnitStatus::Unavailable);
-    assert_eq!(a.calls(), 1);
-    assert_eq!(
-        r.elapsed,
-        S(1),
-        "the engine did not wait on the Retry-After"
-    );
-    // Durations read as people write them, not as Debug prints them ("200s", "299s").
+    assert_eq!(a.calls(), 5);
+    assert_eq!(r.elapsed, S(805), "no waiting for a pause past the budget");
+    // Durations read as people write them, not as Debug prints them.
     let why = &r.units[0].reason;
-    assert!(why.contains("Retry-After 3m20s"), "{why}");
-    assert!(why.contains("(4m59s left)"), "{why}");
+    assert!(why.contains("paused by Retry-After for 3m20s"), "{why}");
+    assert!(why.contains("(1m35s left)"), "{why}");
 
-    // Another route admits calls: fail over at once instead of sleeping.
+    // Another route admits calls: the paused route is passed over at once.
     let a = Scripted::always("a", Step::RateLimited(S(1), S(30)));
     let b = Scripted::always("b", Step::Ok(S(1), 1));
     let (r, _) = run_with(vec![(a, 1), (b, 1)], exec(), units(1)).await;

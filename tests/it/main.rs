@@ -10,6 +10,7 @@ mod ci_config;
 mod ci_formats;
 mod cli;
 mod config;
+mod engine_backpressure;
 mod engine_http;
 mod engine_policy;
 mod errors;

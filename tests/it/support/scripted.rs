@@ -23,6 +23,8 @@ pub enum Step {
     Fail(Duration, Outcome),
     /// 429 after this long with this Retry-After.
     RateLimited(Duration, Duration),
+    /// 529 overloaded after this long (back-pressure without a Retry-After).
+    Overloaded(Duration),
     /// No answer: time out at the attempt's deadline, as a real client does.
     Hang,
     /// Never return at all (only cancellation ends it).
@@ -41,6 +43,11 @@ pub struct Scripted {
     pub log: Mutex<Vec<(usize, Instant, Duration)>>,
     /// Output tokens an answer reports (input: the prompt's characters / 4), if any.
     output_tokens: Option<u64>,
+    /// At most this many calls at once; one beyond is answered 429 at once with this
+    /// Retry-After (a provider that says "not now" past its capacity).
+    limited: Option<(usize, Option<Duration>)>,
+    /// Calls answered with back-pressure.
+    pub refused: AtomicUsize,
 }
 
 impl Scripted {
@@ -54,7 +61,26 @@ impl Scripted {
             peak: AtomicUsize::new(0),
             log: Mutex::new(Vec::new()),
             output_tokens: None,
+            limited: None,
+            refused: AtomicUsize::new(0),
         })
+    }
+
+    /// As [`Scripted::new`], serving at most `n` calls at once: a call beyond them is
+    /// answered 429 at once (with `retry_after`, if any) and not counted in flight.
+    pub fn limited(
+        name: &str,
+        n: usize,
+        retry_after: Option<Duration>,
+        script: impl Fn(usize) -> Step + Send + Sync + 'static,
+    ) -> Arc<Self> {
+        let mut s = Arc::into_inner(Self::new(name, script)).expect("just made");
+        s.limited = Some((n, retry_after));
+        Arc::new(s)
+    }
+
+    pub fn refused(&self) -> usize {
+        self.refused.load(Ordering::SeqCst)
     }
 
     /// As [`Scripted::new`], with answers that report usage: input tokens of a quarter of
@@ -84,6 +110,22 @@ impl Scripted {
             .unwrap()
             .push((n, Instant::now(), req.limits.total));
         let now = self.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+        if let Some((cap, retry_after)) = self.limited
+            && now > cap
+        {
+            self.in_flight.fetch_sub(1, Ordering::SeqCst);
+            self.refused.fetch_add(1, Ordering::SeqCst);
+            let mut record = AttemptRecord::new(&self.name, "scripted", "m", req.limits.total);
+            record.outcome = Outcome::RateLimited;
+            record.backpressure = true;
+            record.retry_after = retry_after;
+            record.http_status = Some(429);
+            record.reason = "scripted 429: over capacity".into();
+            return Attempt {
+                record,
+                extracted: None,
+            };
+        }
         self.peak.fetch_max(now, Ordering::SeqCst);
         struct Guard<'a>(&'a AtomicUsize);
         impl Drop for Guard<'_> {
@@ -109,7 +151,9 @@ impl Scripted {
         };
         let step = (self.script)(n);
         let in_time = match step {
-            Step::Ok(d, _) | Step::Fail(d, _) | Step::RateLimited(d, _) => wait(d).await,
+            Step::Ok(d, _) | Step::Fail(d, _) | Step::RateLimited(d, _) | Step::Overloaded(d) => {
+                wait(d).await
+            }
             Step::Hang => wait(Duration::MAX).await,
             Step::HangForever => {
                 std::future::pending::<()>().await;
@@ -155,9 +199,22 @@ impl Scripted {
                 }
             }
             Step::RateLimited(_, ra) => {
+                self.refused.fetch_add(1, Ordering::SeqCst);
                 record.outcome = Outcome::RateLimited;
                 record.retry_after = Some(ra);
+                record.backpressure = true;
                 record.reason = "scripted 429".into();
+                Attempt {
+                    record,
+                    extracted: None,
+                }
+            }
+            Step::Overloaded(_) => {
+                self.refused.fetch_add(1, Ordering::SeqCst);
+                record.outcome = Outcome::Unavailable;
+                record.backpressure = true;
+                record.http_status = Some(529);
+                record.reason = "scripted 529 overloaded".into();
                 Attempt {
                     record,
                     extracted: None,

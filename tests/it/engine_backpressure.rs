@@ -1,0 +1,183 @@
+//! DESIGN.md section 13 on tokio's paused clock against scripted providers: back-pressure
+//! is a wait (no attempt used, no breaker verdict, the route paused by Retry-After, at
+//! most 8 bounces), and each route's effective limit stays between 1 and its cap.
+
+use crate::engine_policy::{Timeline, exec, run_with};
+use crate::support::scripted::{Scripted, Step, units};
+use std::time::Duration;
+use warden::config::Routing;
+use warden::engine::{Event, UnitStatus};
+
+const S: fn(u64) -> Duration = Duration::from_secs;
+
+fn limits(tl: &Timeline, route: &str) -> Vec<usize> {
+    tl.lock()
+        .unwrap()
+        .iter()
+        .filter_map(|(_, e)| match e {
+            Event::LimitChanged {
+                route: r, limit, ..
+            } if r == route => Some(*limit),
+            _ => None,
+        })
+        .collect()
+}
+
+fn breaker_events(tl: &Timeline) -> usize {
+    let tl = tl.lock().unwrap();
+    tl.iter()
+        .filter(|(_, e)| matches!(e, Event::Breaker { .. }))
+        .count()
+}
+
+#[tokio::test(start_paused = true)]
+async fn back_pressure_uses_no_attempt_and_is_no_breaker_failure() {
+    // Ten answers of 529 (outcome `unavailable`, which would open the breaker as failures:
+    // 5 calls, 50 %), then answers. maxAttempts 1: a bounce must not use the one attempt.
+    let a = Scripted::new("a", |n| {
+        if n < 10 {
+            Step::Overloaded(S(1))
+        } else {
+            Step::Ok(S(2), 0)
+        }
+    });
+    let b = Scripted::always("b", Step::Ok(S(1), 0));
+    let mut e = exec();
+    e.max_attempts = 1;
+    let (r, tl) = run_with(vec![(a.clone(), 4), (b.clone(), 4)], e, units(8)).await;
+    for u in &r.units {
+        assert_eq!(u.status, UnitStatus::Reviewed, "{u:?}");
+        assert_eq!(u.route.as_deref(), Some("a"), "no failover: {u:?}");
+    }
+    assert_eq!(a.refused(), 10);
+    assert_eq!(b.calls(), 0, "the fallback is not needed for a wait");
+    assert_eq!(breaker_events(&tl), 0, "back-pressure opened a breaker");
+    assert_eq!(r.routes["a"].breaker, warden::engine::BreakerState::Closed);
+    // The overloaded route's limit came down from 4 and every limit stayed in 1..=4.
+    let l = limits(&tl, "a");
+    assert!(l.iter().any(|l| *l < 4), "{l:?}");
+    assert!(l.iter().all(|l| (1..=4).contains(l)), "{l:?}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn eight_bounces_end_the_unit_unavailable_with_the_reason() {
+    let a = Scripted::always("a", Step::RateLimited(S(1), S(1)));
+    let (r, tl) = run_with(vec![(a.clone(), 1)], exec(), units(1)).await;
+    let u = &r.units[0];
+    assert_eq!(u.status, UnitStatus::Unavailable);
+    assert_eq!(a.calls(), 8);
+    assert!(
+        u.reason.contains("rate limited 8 times (back-pressure)"),
+        "{}",
+        u.reason
+    );
+    // Each bounce waited out the route's 1 s pause: 8 × 1 s answers and 7 pauses.
+    assert_eq!(r.elapsed, S(15));
+    let bounces: Vec<u32> = tl
+        .lock()
+        .unwrap()
+        .iter()
+        .filter_map(|(_, e)| match e {
+            Event::BackPressure { bounce, .. } => Some(*bounce),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(bounces, (1..=8).collect::<Vec<_>>());
+    assert_eq!(breaker_events(&tl), 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_started_unit_waits_for_a_paused_route_instead_of_retrying_the_one_that_failed() {
+    // a fails the unit (its hunk budget starts); b, the failover, says "not now, 5 s".
+    // Rule 6 retries the failed route only if no other admits calls: b is only paused, so
+    // the unit waits for it, and the bounce does not use the second of maxAttempts 2.
+    let a = Scripted::always(
+        "a",
+        Step::Fail(S(1), warden::provider::Outcome::Unavailable),
+    );
+    let b = Scripted::new("b", |n| {
+        if n == 0 {
+            Step::RateLimited(S(1), S(5))
+        } else {
+            Step::Ok(S(1), 1)
+        }
+    });
+    let (r, _) = run_with(vec![(a.clone(), 1), (b, 1)], exec(), units(1)).await;
+    let u = &r.units[0];
+    assert_eq!(u.status, UnitStatus::Reviewed, "{u:?}");
+    assert_eq!(u.routes_tried, ["a", "b", "b"]);
+    assert_eq!(u.attempts[2].started, S(7));
+    assert_eq!(a.calls(), 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn under_spillover_other_routes_take_the_work_while_a_route_is_paused() {
+    let a = Scripted::new("a", |n| {
+        if n == 0 {
+            Step::RateLimited(S(1), S(30))
+        } else {
+            Step::Ok(S(10), 0)
+        }
+    });
+    let b = Scripted::always("b", Step::Ok(S(10), 0));
+    let mut e = exec();
+    e.routing = Routing::Spillover;
+    let (r, tl) = run_with(vec![(a.clone(), 2), (b.clone(), 2)], e, units(12)).await;
+    assert!(r.units.iter().all(|u| u.status == UnitStatus::Reviewed));
+    let t0 = a.log.lock().unwrap()[0].1;
+    let during: Vec<Duration> = a.log.lock().unwrap()[1..]
+        .iter()
+        .map(|(_, at, _)| at.duration_since(t0))
+        .filter(|d| *d > S(1) && *d < S(31))
+        .collect();
+    assert!(
+        during.is_empty(),
+        "a started attempts while paused: {during:?}"
+    );
+    assert!(b.calls() >= 4, "b took the work: {}", b.calls());
+    assert!(tl.lock().unwrap().iter().any(|(_, e)| matches!(
+        e,
+        Event::BackPressure { paused_until: Some(p), .. } if *p == S(31)
+    )));
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_limit_finds_a_providers_capacity_and_never_exceeds_the_cap() {
+    // The provider serves 3 at once and answers 429 (Retry-After 1 s) beyond; the route's
+    // cap is 16. The limit starts at 4, so the first overshoot is one call, and settles
+    // at 3; few answers are 429 and every unit is reviewed.
+    let a = Scripted::limited("a", 3, Some(S(1)), |_| Step::Ok(S(2), 0));
+    let (r, tl) = run_with(vec![(a.clone(), 16)], exec(), units(60)).await;
+    assert!(r.units.iter().all(|u| u.status == UnitStatus::Reviewed));
+    let calls = a.calls();
+    assert!(
+        a.refused() * 10 <= calls,
+        "{} of {calls} answered 429",
+        a.refused()
+    );
+    assert!(a.peak.load(std::sync::atomic::Ordering::SeqCst) <= 3);
+    let l = limits(&tl, "a");
+    assert!(l.iter().all(|l| (1..=16).contains(l)), "{l:?}");
+    assert!(r.routes["a"].peak_in_flight <= 16);
+    // Near the best fixed cap (3): 60 units × 2 s / 3 = 40 s.
+    assert!(r.elapsed <= S(50), "{:?}", r.elapsed);
+
+    // A provider with room: the limit grows to the cap and no further.
+    let b = Scripted::always("b", Step::Ok(S(2), 0));
+    let (r, tl) = run_with(vec![(b.clone(), 6)], exec(), units(60)).await;
+    assert!(r.units.iter().all(|u| u.status == UnitStatus::Reviewed));
+    assert_eq!(limits(&tl, "b").last(), Some(&6));
+    assert_eq!(b.peak.load(std::sync::atomic::Ordering::SeqCst), 6);
+    assert_eq!(r.routes["b"].peak_in_flight, 6);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_route_with_no_success_in_its_window_still_opens() {
+    // Back-pressure aside, the breaker's rule is unchanged: five timeouts open it.
+    let a = Scripted::always("a", Step::Hang);
+    let b = Scripted::always("b", Step::Ok(S(1), 0));
+    let (r, tl) = run_with(vec![(a, 5), (b, 4)], exec(), units(10)).await;
+    assert!(r.units.iter().all(|u| u.status == UnitStatus::Reviewed));
+    assert!(breaker_events(&tl) >= 1);
+    assert!(r.routes["a"].opens >= 1);
+}
