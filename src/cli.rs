@@ -102,7 +102,7 @@ pub struct SimulateArgs {
     #[arg(long, default_value_t = 5, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub runs: u32,
     /// Play ROUTE with the named profile (healthy, slow-tail, outage, flaky,
-    /// rate-limited); repeatable.
+    /// rate-limited, limited, paced, saturating); repeatable.
     #[arg(long = "profile", value_name = "ROUTE=NAME", value_parser = parse_route_profile)]
     pub profiles: Vec<(String, String)>,
     /// Fit each route's profile from the JSONL trace of an earlier review (`--trace`).

@@ -220,6 +220,8 @@ pub(crate) struct RawRoute {
     pub time_scale: Option<S<f64>>,
     /// sim only: seed for repeatable runs.
     pub seed: Option<u64>,
+    /// sim only: N of the `limited`, `paced` and `saturating` profiles.
+    pub capacity: Option<S<u32>>,
     /// Under spillover routing: false keeps new units off this route (failovers only).
     pub spill: Option<bool>,
     /// USD per million input tokens.

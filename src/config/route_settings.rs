@@ -83,7 +83,20 @@ pub struct CaCert {
 /// The `sim` provider's latency profiles (DESIGN.md section 11). Plain names here, so that
 /// config validates a route's `profile` without knowing the provider; `provider::sim`
 /// gives each its shape.
-pub const SIM_PROFILES: &[&str] = &["healthy", "slow-tail", "outage", "flaky", "rate-limited"];
+/// The last three (section 13) depend on the route's load, N being its `capacity`.
+pub const SIM_PROFILES: &[&str] = &[
+    "healthy",
+    "slow-tail",
+    "outage",
+    "flaky",
+    "rate-limited",
+    "limited",
+    "paced",
+    "saturating",
+];
+
+/// N of a load profile when the route's `capacity` does not say.
+pub const SIM_DEFAULT_CAPACITY: u32 = 4;
 
 /// Options of the built-in `sim` provider (ignored by the others).
 #[derive(Debug, Clone, PartialEq)]
@@ -94,6 +107,9 @@ pub struct SimOptions {
     pub time_scale: f64,
     /// The seed of its draws.
     pub seed: u64,
+    /// `capacity`: N of the load profiles (`limited`: in flight, `paced`: per second,
+    /// `saturating`: the knee).
+    pub capacity: u32,
 }
 
 impl Default for SimOptions {
@@ -102,6 +118,7 @@ impl Default for SimOptions {
             profile: "healthy".into(),
             time_scale: 60.0,
             seed: 1,
+            capacity: SIM_DEFAULT_CAPACITY,
         }
     }
 }
@@ -152,6 +169,7 @@ impl Route {
                 profile: profile.into(),
                 time_scale,
                 seed,
+                ..SimOptions::default()
             },
             ..Route::new(
                 name,

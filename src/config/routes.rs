@@ -176,6 +176,9 @@ fn sim_options(r: &RawRoute, name: &str, ctx: &Ctx) -> Result<SimOptions, Error>
     if let Some(seed) = r.seed {
         sim.seed = seed;
     }
+    if let Some(c) = &r.capacity {
+        sim.capacity = ctx.positive(c, &format!("route `{name}` capacity"))?;
+    }
     Ok(sim)
 }
 
@@ -255,5 +258,31 @@ mod tests {
             );
             assert!(e.contains("\"auto\""), "{e}");
         }
+    }
+
+    #[test]
+    fn a_sim_route_s_capacity_is_n_of_its_load_profile() {
+        let src = |c: &str| {
+            format!(
+                "version = 1\n[[routes]]\nname = \"a\"\nprovider = \"sim\"\nprofile = \"limited\"\n{c}"
+            )
+        };
+        let s = parse_str(&src("capacity = 8\n"), Path::new("warden.toml")).unwrap();
+        assert_eq!(
+            (s.routes[0].sim.profile.as_str(), s.routes[0].sim.capacity),
+            ("limited", 8)
+        );
+        let s = parse_str(&src(""), Path::new("warden.toml")).unwrap();
+        assert_eq!(
+            s.routes[0].sim.capacity,
+            crate::config::SIM_DEFAULT_CAPACITY
+        );
+        let e = parse_str(&src("capacity = 0\n"), Path::new("warden.toml"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("warden.toml:6:12: route `a` capacity: must be at least 1"),
+            "{e}"
+        );
     }
 }

@@ -12,6 +12,7 @@ mod openai;
 pub mod ratelimit;
 pub mod secret;
 pub mod sim;
+mod sim_load;
 pub mod sse;
 pub(crate) mod tls;
 

@@ -8,6 +8,8 @@
 
 use super::attempt::{AttemptRecord, Outcome, Stage, Usage};
 use super::classify::Failure;
+use super::sim_load::{Admit, LoadState};
+pub use super::sim_load::{DEFAULT_CAPACITY, Load};
 use super::{Attempt, AttemptFuture, AttemptRequest, Limits, Provider};
 use crate::config::Route;
 use crate::findings;
@@ -19,7 +21,7 @@ use std::hash::{Hash, Hasher};
 use std::sync::Mutex;
 use std::time::Duration;
 
-/// The profile names of DESIGN.md section 11 (the list lives with the config that
+/// The profile names of DESIGN.md sections 11 and 13 (the list lives with the config that
 /// validates a route's `profile`; every name has a [`Profile::named`]).
 pub use crate::config::SIM_PROFILES as PROFILES;
 
@@ -44,6 +46,8 @@ pub struct Profile {
     pub retry_after_s: (f64, f64),
     /// Every call hangs until cancelled.
     pub hang: bool,
+    /// How answers depend on the route's load (N is the route's `capacity`).
+    pub load: Load,
 }
 
 impl Profile {
@@ -59,6 +63,15 @@ impl Profile {
             rate_limit_rate: 0.0,
             retry_after_s: (5.0, 60.0),
             hang: false,
+            load: Load::Free,
+        };
+        // A fast model (median 300 ms, like the gateways' test models) behind a limit.
+        let fast = Profile {
+            median_min: 0.005,
+            p95_min: 0.01,
+            clip_min: 0.05,
+            error_rate: 0.0,
+            ..healthy
         };
         Some(match name {
             "healthy" => healthy,
@@ -80,6 +93,18 @@ impl Profile {
             },
             "rate-limited" => Profile {
                 rate_limit_rate: 0.3,
+                ..healthy
+            },
+            "limited" => Profile {
+                load: Load::Parallel,
+                ..fast
+            },
+            "paced" => Profile {
+                load: Load::PerSecond,
+                ..fast
+            },
+            "saturating" => Profile {
+                load: Load::Knee,
                 ..healthy
             },
             _ => return None,
@@ -116,6 +141,16 @@ pub enum Draw {
 }
 
 impl Draw {
+    /// The draw with its latency `factor` times longer (a `saturating` route under load).
+    pub fn slowed(self, factor: f64) -> Draw {
+        match self {
+            Draw::Answer { minutes } => Draw::Answer {
+                minutes: minutes * factor,
+            },
+            other => other,
+        }
+    }
+
     /// One draw from `profile`.
     pub fn sample(profile: &Profile, rng: &mut SmallRng) -> Draw {
         if profile.hang {
@@ -157,18 +192,16 @@ pub struct SimProvider {
     seen: Mutex<HashMap<u64, u64>>,
     /// Benchmarks replay exact draws (the same ones for two policies); None: the profile.
     draw_fn: Option<Box<DrawFn>>,
+    /// The route's load, shared by its attempts (profiles of DESIGN.md section 13).
+    load: LoadState,
 }
 
 impl SimProvider {
     /// A sim route playing the route's profile.
     pub fn new(route: &Route) -> Self {
-        SimProvider {
-            profile: Profile::named(&route.sim.profile)
-                .unwrap_or_else(|| Profile::named("healthy").expect("built in")),
-            route: route.clone(),
-            seen: Mutex::new(HashMap::new()),
-            draw_fn: None,
-        }
+        let profile = Profile::named(&route.sim.profile)
+            .unwrap_or_else(|| Profile::named("healthy").expect("built in"));
+        Self::with_profile(route, profile)
     }
 
     /// A sim route that plays `profile` instead of the route's named one (`warden
@@ -176,7 +209,10 @@ impl SimProvider {
     pub fn with_profile(route: &Route, profile: Profile) -> Self {
         SimProvider {
             profile,
-            ..SimProvider::new(route)
+            route: route.clone(),
+            seen: Mutex::new(HashMap::new()),
+            draw_fn: None,
+            load: LoadState::new(profile.load, route.sim.capacity, route.sim.time_scale),
         }
     }
 
@@ -220,7 +256,12 @@ impl SimProvider {
         let mut record =
             AttemptRecord::new(&self.route.name, "sim", &self.route.model, limits.total);
         let quick = self.real(0.02).min(Duration::from_millis(200));
-        let result = match self.draw(req) {
+        // The route's load decides first: a refusal is the same 429 as a drawn one.
+        let (draw, _slot) = match self.load.admit() {
+            Admit::Refuse { retry_after_s } => (Draw::RateLimited { retry_after_s }, None),
+            Admit::Serve { slow, slot } => (self.draw(req).slowed(slow), Some(slot)),
+        };
+        let result = match draw {
             Draw::Hang => Err(no_token(&mut record, limits).await),
             Draw::Fast503 => {
                 wait(&mut record, quick, Some(503)).await;
@@ -243,6 +284,10 @@ impl SimProvider {
         };
         if record.headers.is_none() && record.http_status.is_some() {
             record.headers = Some(record.duration);
+        }
+        if record.http_status.is_some() {
+            // A `paced` route's headers, as they stand when the answer arrives.
+            record.rate_limit = self.load.headers().map(Box::new);
         }
         super::finish(record, result, None)
     }

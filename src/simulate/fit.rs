@@ -122,6 +122,7 @@ fn fit(o: &Observed) -> Profile {
         rate_limit_rate: o.rate_limited as f64 / n,
         retry_after_s: base.retry_after_s,
         hang: false,
+        load: base.load,
     }
 }
 
