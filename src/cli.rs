@@ -108,6 +108,10 @@ pub struct SimulateArgs {
     /// Fit each route's profile from the JSONL trace of an earlier review (`--trace`).
     #[arg(long, value_name = "FILE")]
     pub from_trace: Option<PathBuf>,
+    /// Compare ceilings of one route's maxConcurrency: the simulation once per cap (whole
+    /// numbers or auto), under the config's routing policy, side by side.
+    #[arg(long, value_name = "ROUTE=CAPS", value_parser = crate::simulate::caps::parse)]
+    pub caps: Option<crate::simulate::caps::RouteCaps>,
     /// Print JSON instead of a table.
     #[arg(long)]
     pub json: bool,

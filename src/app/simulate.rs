@@ -1,5 +1,6 @@
 //! `warden simulate`: prepare the plan, give each route a latency profile, run both
-//! routing policies on a paused clock, print the prediction.
+//! routing policies on a paused clock (or, with `--caps`, one route's ceilings side by
+//! side), print the prediction.
 
 use super::{emit, setup_color, warn};
 use std::collections::BTreeMap;
@@ -26,14 +27,27 @@ pub(super) fn simulate_cmd(args: &SimulateArgs) -> Result<i32> {
         profiles,
         runs: args.runs as usize,
     };
-    let prediction = simulate::run(&input)?;
-    let text = if args.json {
-        let mut s = serde_json::to_string_pretty(&prediction).expect("prediction serializes");
-        s.push('\n');
-        escape::json_doc(&s)
-    } else {
-        escape::block(&simulate::render_text(&prediction, budget))
+    let text = match &args.caps {
+        Some(caps) => {
+            let c = simulate::caps::compare(&input, caps)?;
+            render(args.json, &c, || simulate::caps::render_text(&c, budget))
+        }
+        None => {
+            let p = simulate::run(&input)?;
+            render(args.json, &p, || simulate::render_text(&p, budget))
+        }
     };
     emit(None, &text)?;
     Ok(0)
+}
+
+/// JSON under `--json`, else the table; escaped either way (route names are config text).
+fn render(json: bool, value: &impl serde::Serialize, table: impl FnOnce() -> String) -> String {
+    if json {
+        let mut s = serde_json::to_string_pretty(value).expect("prediction serializes");
+        s.push('\n');
+        escape::json_doc(&s)
+    } else {
+        escape::block(&table())
+    }
 }

@@ -8,6 +8,7 @@
 //! route plays its profile in real minutes (the budgets are the config's). Only the review
 //! pass runs (no verification pass).
 
+pub mod caps;
 pub mod fit;
 
 use crate::config::{ProviderKind, Route, Routing, Settings};
@@ -61,6 +62,8 @@ pub struct Variant {
     pub wall_ms_median: f64,
     /// Attempts sent, median.
     pub attempts_median: f64,
+    /// Attempts answered with back-pressure (429, 529, 503 with Retry-After), median.
+    pub backpressure_median: f64,
     /// Cost in USD (from the routes' prices), median.
     pub cost_usd_median: f64,
 }
@@ -128,23 +131,38 @@ struct RunFigures {
     reviewed: usize,
     wall: Duration,
     attempts: usize,
+    backpressure: usize,
     cost: f64,
+}
+
+/// A runtime on a paused clock: simulated time passes only while every task waits.
+fn paused_runtime() -> Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .start_paused(true)
+        .build()
+        .map_err(|e| Error::io("<tokio runtime>", e))
+}
+
+/// `input.runs` runs (seeds) of `routes` under `routing`.
+fn runs_of(
+    rt: &tokio::runtime::Runtime,
+    input: &SimulateInput,
+    routes: &[Route],
+    routing: Routing,
+) -> Vec<RunFigures> {
+    (0..input.runs.max(1))
+        .map(|k| rt.block_on(one_run(input, routes, routing, k as u64)))
+        .collect()
 }
 
 /// Runs every policy `runs` times on a paused clock and summarises.
 pub fn run(input: &SimulateInput) -> Result<Prediction> {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_time()
-        .start_paused(true)
-        .build()
-        .map_err(|e| Error::io("<tokio runtime>", e))?;
-    let runs = input.runs.max(1);
+    let rt = paused_runtime()?;
     let variants = Routing::ALL
         .iter()
         .map(|routing| {
-            let figures: Vec<RunFigures> = (0..runs)
-                .map(|k| rt.block_on(one_run(input, *routing, k as u64)))
-                .collect();
+            let figures = runs_of(&rt, input, &input.settings.routes, *routing);
             summarise(*routing, &figures)
         })
         .collect();
@@ -165,10 +183,13 @@ fn sim_route(r: &Route, seed_offset: u64) -> Route {
     s
 }
 
-async fn one_run(input: &SimulateInput, routing: Routing, seed_offset: u64) -> RunFigures {
-    let routes = input
-        .settings
-        .routes
+async fn one_run(
+    input: &SimulateInput,
+    routes: &[Route],
+    routing: Routing,
+    seed_offset: u64,
+) -> RunFigures {
+    let routes = routes
         .iter()
         .map(|r| {
             let route = sim_route(r, seed_offset);
@@ -191,6 +212,12 @@ async fn one_run(input: &SimulateInput, routing: Routing, seed_offset: u64) -> R
             .count(),
         wall: r.elapsed,
         attempts: r.units.iter().map(|u| u.attempts.len()).sum(),
+        backpressure: r
+            .units
+            .iter()
+            .flat_map(|u| &u.attempts)
+            .filter(|a| a.record.backpressure)
+            .count(),
         cost: r.cost_usd,
     }
 }
@@ -205,6 +232,7 @@ fn summarise(routing: Routing, f: &[RunFigures]) -> Variant {
         reviewed_max: f.iter().map(|x| x.reviewed).max().unwrap_or(0),
         wall_ms_median: col(&|x| x.wall.as_secs_f64() * 1000.0).round(),
         attempts_median: col(&|x| x.attempts as f64),
+        backpressure_median: col(&|x| x.backpressure as f64),
         cost_usd_median: col(&|x| x.cost),
     }
 }

@@ -119,6 +119,7 @@ fn simulate_reports_both_policies_with_every_field() {
             "reviewedMax",
             "wallMsMedian",
             "attemptsMedian",
+            "backpressureMedian",
             "costUsdMedian",
         ] {
             assert!(v[key].is_number(), "{key} in {v}");
@@ -207,4 +208,123 @@ fn profiles_come_from_flags_and_traces_and_mistakes_are_usage_errors() {
         variant(&p, "ordered")["reviewedMax"].as_u64().unwrap() > 0,
         "{p}"
     );
+}
+
+/// A provider that serves 4 requests at once (429 with Retry-After beyond), 40 units.
+fn limited_setup() -> (Repo, tempfile::TempDir) {
+    let repo = repo_with_grown_files(40, "c", 30);
+    let cfg = tempfile::tempdir().unwrap();
+    std::fs::write(
+        cfg.path().join("warden.toml"),
+        r#"version = 1
+[execution]
+routing = "spillover"
+reviewBudget = "60s"
+[[skills]]
+name = "code-review"
+[[routes]]
+name = "primary"
+provider = "sim"
+profile = "limited"
+capacity = 4
+timeScale = 1
+maxConcurrency = 4
+"#,
+    )
+    .unwrap();
+    (repo, cfg)
+}
+
+#[test]
+fn caps_compare_one_route_s_ceilings_side_by_side() {
+    let (repo, cfg) = limited_setup();
+    let c = simulate(&repo, &cfg, &["--runs", "2", "--caps", "primary=2,4,auto"]);
+    assert_eq!(
+        (c["route"].as_str(), c["routing"].as_str()),
+        (Some("primary"), Some("spillover"))
+    );
+    assert_eq!(
+        (c["units"].as_u64(), c["runs"].as_u64()),
+        (Some(40), Some(2))
+    );
+    let rows = c["caps"].as_array().unwrap();
+    let caps: Vec<_> = rows
+        .iter()
+        .map(|r| (r["cap"].as_str().unwrap(), r["ceiling"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(caps, [("2", 2), ("4", 4), ("auto", 16)]);
+    let f = |r: &Value, k: &str| r[k].as_f64().unwrap();
+    for r in rows {
+        assert_eq!(f(r, "reviewedMedian"), 40.0, "{r}");
+        assert!(f(r, "attemptsMedian") >= 40.0, "{r}");
+    }
+    // Within the provider's 4, nothing is refused; with half the permits it takes longer.
+    assert_eq!(f(&rows[0], "backpressureMedian"), 0.0);
+    assert_eq!(f(&rows[1], "backpressureMedian"), 0.0);
+    assert!(
+        f(&rows[0], "wallMsMedian") > 1.5 * f(&rows[1], "wallMsMedian"),
+        "{rows:?}"
+    );
+    // auto: a ceiling of 16 over a provider that serves 4 (the bars of issue 21).
+    assert!(
+        f(&rows[2], "backpressureMedian") <= 0.1 * f(&rows[2], "attemptsMedian"),
+        "{rows:?}"
+    );
+    assert!(
+        f(&rows[2], "wallMsMedian") <= 1.25 * f(&rows[1], "wallMsMedian"),
+        "{rows:?}"
+    );
+
+    let config = cfg.path().join("warden.toml");
+    let out = repo
+        .warden(&[
+            "simulate",
+            "-c",
+            config.to_str().unwrap(),
+            "--runs",
+            "1",
+            "--caps",
+            "primary=4,auto",
+        ])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains("route `primary` under each cap"), "{text}");
+    assert!(
+        text.contains("back-pressure") && text.contains("auto (16)"),
+        "{text}"
+    );
+}
+
+#[test]
+fn bad_caps_are_usage_errors_that_name_the_flag() {
+    let (repo, cfg) = limited_setup();
+    let config = cfg.path().join("warden.toml");
+    for (caps, says) in [
+        (
+            "nope=2,4",
+            "--caps nope=…: no route is named `nope` (routes: primary)",
+        ),
+        ("primary=0", "is not a cap"),
+        ("primary=fast", "is not a cap"),
+        ("primary", "write ROUTE=CAPS"),
+    ] {
+        let out = repo
+            .warden(&["simulate", "-c", config.to_str().unwrap(), "--caps", caps])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{caps}: {err}");
+        assert!(
+            err.contains("--caps") && err.contains(says),
+            "{caps}: {err}"
+        );
+        assert!(out.stdout.is_empty(), "{caps}");
+    }
 }
