@@ -9,6 +9,7 @@ use super::bulkhead::{AnyWaited, Permit, Wake, wait_for_any_permit};
 use super::cost::{Refusal, Reservation};
 use super::events::{AttemptReason, Event};
 use super::outcome::UnitStatus;
+use super::pacing::Paused;
 use super::retry::Stop;
 use super::route_picker::{OrderInput, Pick};
 use super::unit::{Slot, UnitRun, all_open, announce, not_started};
@@ -153,6 +154,37 @@ fn reserve_cost(sh: &Shared, u: &UnitRun, route: usize) -> Result<Reservation, C
     })
 }
 
+/// Takes one request and the attempt's estimated tokens of the route's rate-limit
+/// windows, or pauses the route until they reset.
+fn take_rate_limit(
+    sh: &Shared,
+    u: &UnitRun,
+    route: usize,
+    now: Instant,
+) -> Result<(), Option<Paused>> {
+    let r = &sh.engine.routes[route];
+    let tokens = r
+        .observed
+        .lock()
+        .expect("observed usage")
+        .tokens(u.work.prompt.chars(), r.max_tokens);
+    sh.engine.pacing.take(route, now, tokens)
+}
+
+/// Tells the event stream a route is paused (a Retry-After or its rate limit), and wakes
+/// the units waiting for its permits: they choose again.
+pub(super) fn announce_pause(sh: &Shared, route: usize, p: Paused) {
+    let now = Instant::now();
+    sh.sink.emit(Event::RoutePaused {
+        route: sh.engine.routes[route].name.clone(),
+        route_index: route,
+        until: p.until.saturating_duration_since(sh.start),
+        reason: p.reason,
+        at: now.saturating_duration_since(sh.start),
+    });
+    sh.engine.changed.notify_waiters();
+}
+
 /// Waits until an attempt in flight settles its reservation (or the budget ends).
 async fn wait_for_settlement(sh: &Shared<'_>, until: Instant) {
     let settled = sh.engine.cost.settled.notified();
@@ -196,6 +228,14 @@ async fn admit(
         Err(CostWait::Stop(stop)) => return Err(stop),
         Err(CostWait::InFlight) => return Ok(Admitted::CostInFlight),
     };
+    // Section 13: the rate limit's remaining requests and tokens must cover it.
+    if let Err(paused) = take_rate_limit(sh, u, route, now) {
+        sh.engine.cost.settle(reservation, None);
+        if let Some(p) = paused {
+            announce_pause(sh, route, p);
+        }
+        return Ok(Admitted::Rechoose);
+    }
     let breakers = &sh.engine.breakers;
     let (admission, transition, hold) = breakers.admit_async(route, now).await;
     if let Some(t) = transition {

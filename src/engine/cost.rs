@@ -59,6 +59,20 @@ impl Observed {
         }
     }
 
+    /// The tokens an attempt with a prompt of `chars` characters is estimated to use
+    /// (input as learned, else a guess; output as the most seen, else `max_tokens`): what
+    /// a rate limit's remaining tokens must cover (DESIGN.md section 13).
+    pub(crate) fn tokens(&self, chars: usize, max_tokens: u32) -> u64 {
+        let per_char = self
+            .max_input_per_char
+            .unwrap_or(1.0 / CHARS_PER_TOKEN_GUESS);
+        let input = (chars as f64 * per_char).ceil() as u64;
+        let output = self
+            .max_output
+            .map_or(u64::from(max_tokens), |o| o.min(u64::from(max_tokens)));
+        input.saturating_add(output)
+    }
+
     /// The estimated cost of an attempt with a prompt of `chars` characters on a route
     /// with these prices and answer cap.
     pub(crate) fn estimate(&self, chars: usize, prices: Option<Prices>, max_tokens: u32) -> f64 {

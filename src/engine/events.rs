@@ -211,6 +211,21 @@ pub enum Event {
         /// When it happened, from the pass's start.
         at: Duration,
     },
+    /// A route's new attempts are paused (section 13): by a back-pressure Retry-After, or
+    /// because its rate-limit headers' remaining requests or tokens cannot cover another
+    /// attempt before their reset. Emitted when a pause starts or grows.
+    RoutePaused {
+        /// The route.
+        route: String,
+        /// Its index (failover order).
+        route_index: usize,
+        /// Until when, from the pass's start.
+        until: Duration,
+        /// Why.
+        reason: super::pacing::PauseReason,
+        /// When, from the pass's start.
+        at: Duration,
+    },
     /// A route's effective concurrency limit changed (section 13: it adapts under the
     /// route's `maxConcurrency`, its ceiling).
     LimitChanged {

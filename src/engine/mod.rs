@@ -15,7 +15,7 @@ pub mod events;
 mod idle;
 pub mod limit;
 pub mod outcome;
-mod pacing;
+pub mod pacing;
 pub mod retry;
 pub mod route_picker;
 pub mod shedder;

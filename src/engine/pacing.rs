@@ -1,73 +1,225 @@
-//! When a route may start its next attempt (DESIGN.md section 13): a Retry-After that came
-//! with back-pressure pauses the route's new attempts, not only the bounced unit's, until
-//! then. Attempts in flight go on. While a route is paused the picker passes it over as it
-//! passes over an open breaker: under `spillover` (and under `ordered`, as with a breaker)
+//! When a route may start its next attempt (DESIGN.md section 13).
+//!
+//! - A Retry-After that came with back-pressure pauses the route's new attempts, not only
+//!   the bounced unit's, until then. Attempts in flight go on.
+//! - Rate-limit headers (`provider::ratelimit`) say how many requests and tokens are left
+//!   until a reset. A route does not start an attempt that what is left cannot cover: it
+//!   is paused until the reset. Attempts started since an answer's headers were read are
+//!   counted against them, and so are the route's other attempts in flight when they are
+//!   read (the server may not have counted those yet), so the remaining count is never
+//!   overdrawn. Once a reset passes, the window is whole again (`limit`, when the headers
+//!   gave it; else the window is forgotten until the next answer says more).
+//!
+//! While a route is paused the picker passes it over as it passes over an open breaker:
 //! the later routes take the work, and waiting units come back when the pause ends.
 
+use super::clock::deadline_after;
+use crate::provider::ratelimit::{RateLimitInfo, Window};
 use std::sync::Mutex;
 use std::time::Duration;
 use tokio::time::Instant;
 
-use super::clock::deadline_after;
+/// Why a route is paused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PauseReason {
+    /// A back-pressure answer's Retry-After.
+    RetryAfter,
+    /// The remaining requests of its rate limit are spoken for until the reset.
+    Requests,
+    /// The remaining tokens cannot cover the next attempt's estimate until the reset.
+    Tokens,
+}
 
-/// Per route: paused until when.
+impl PauseReason {
+    /// The reason as reports spell it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PauseReason::RetryAfter => "retry_after",
+            PauseReason::Requests => "requests",
+            PauseReason::Tokens => "tokens",
+        }
+    }
+}
+
+/// One rate-limit window as this process accounts for it.
+#[derive(Debug, Clone, Copy)]
+struct Budget {
+    limit: Option<u64>,
+    remaining: u64,
+    reset_at: Instant,
+    /// The longest reset seen: the window's length, for the next reset once this passes.
+    length: Duration,
+    /// Spoken for since `remaining` was read (attempts started, others in flight then).
+    taken: u64,
+}
+
+impl Budget {
+    /// A reading of `w` at `now` merged with what was known. Answers arrive out of order:
+    /// one of an older window (its reset well before the known one) is stale and changes
+    /// nothing; one of the same window can only lower what is left (a window's remaining
+    /// count never grows before its reset); one of a newer window replaces it.
+    fn read(w: &Window, now: Instant, in_flight: u64, before: Option<Budget>) -> Budget {
+        let read = Budget {
+            limit: w.limit,
+            remaining: w.remaining,
+            reset_at: deadline_after(now, w.reset_after),
+            length: before.map_or(w.reset_after, |b| b.length.max(w.reset_after)),
+            taken: in_flight,
+        };
+        let Some(known) = before.and_then(|b| b.roll(now)) else {
+            return read;
+        };
+        let slack = read.length / 2;
+        if read.reset_at + slack < known.reset_at {
+            return Budget {
+                length: read.length,
+                ..known
+            };
+        }
+        if read.reset_at > known.reset_at + slack {
+            return read;
+        }
+        Budget {
+            remaining: known.left().min(read.left()),
+            taken: 0,
+            ..read
+        }
+    }
+
+    /// Past its reset the window is whole again; without a known limit it is forgotten.
+    fn roll(self, now: Instant) -> Option<Budget> {
+        if now < self.reset_at {
+            return Some(self);
+        }
+        let limit = self.limit?;
+        let length = self.length.max(Duration::from_millis(1));
+        let behind = now.saturating_duration_since(self.reset_at);
+        let windows = (behind.as_nanos() / length.as_nanos()) as u32 + 1;
+        Some(Budget {
+            remaining: limit,
+            reset_at: deadline_after(self.reset_at, length.saturating_mul(windows)),
+            taken: 0,
+            ..self
+        })
+    }
+
+    fn left(&self) -> u64 {
+        self.remaining.saturating_sub(self.taken)
+    }
+}
+
+#[derive(Debug, Default)]
+struct RoutePace {
+    paused_until: Option<Instant>,
+    requests: Option<Budget>,
+    tokens: Option<Budget>,
+}
+
+impl RoutePace {
+    fn roll(&mut self, now: Instant) {
+        self.requests = self.requests.and_then(|b| b.roll(now));
+        self.tokens = self.tokens.and_then(|b| b.roll(now));
+        if self.paused_until.is_some_and(|t| t <= now) {
+            self.paused_until = None;
+        }
+    }
+
+    fn pause(&mut self, until: Instant) -> bool {
+        let longer = self.paused_until.is_none_or(|t| t < until);
+        if longer {
+            self.paused_until = Some(until);
+        }
+        longer
+    }
+}
+
+/// A pause that started or grew, for the event stream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Paused {
+    pub(crate) until: Instant,
+    pub(crate) reason: PauseReason,
+}
+
+/// Per route: paused until when, and its rate-limit windows.
 pub(crate) struct Pacing {
-    routes: Vec<Mutex<Option<Instant>>>,
+    routes: Vec<Mutex<RoutePace>>,
 }
 
 impl Pacing {
     /// `routes` routes, none paused.
     pub(crate) fn new(routes: usize) -> Self {
         Pacing {
-            routes: (0..routes).map(|_| Mutex::new(None)).collect(),
+            routes: (0..routes).map(|_| Mutex::default()).collect(),
         }
+    }
+
+    fn route(&self, route: usize) -> std::sync::MutexGuard<'_, RoutePace> {
+        self.routes[route].lock().expect("pacing lock")
     }
 
     /// Pauses `route` for `retry_after` from `now` (a later pause already set is kept).
     /// Returns when the route's pause now ends.
     pub(crate) fn pause(&self, route: usize, now: Instant, retry_after: Duration) -> Instant {
-        let until = deadline_after(now, retry_after);
-        let mut p = self.routes[route].lock().expect("pacing lock");
-        let end = p.map_or(until, |t| t.max(until));
-        *p = Some(end);
-        end
+        let mut p = self.route(route);
+        p.pause(deadline_after(now, retry_after));
+        p.paused_until.expect("just paused")
     }
 
     /// When `route` may start attempts again, if it is paused at `now`.
     pub(crate) fn paused_until(&self, route: usize, now: Instant) -> Option<Instant> {
-        let mut p = self.routes[route].lock().expect("pacing lock");
-        match *p {
-            Some(t) if t > now => Some(t),
-            Some(_) => {
-                *p = None;
-                None
-            }
-            None => None,
+        let mut p = self.route(route);
+        p.roll(now);
+        p.paused_until
+    }
+
+    /// An answer's rate-limit headers, read at `now`; `in_flight`: the route's other
+    /// attempts in flight (counted as spoken for).
+    pub(crate) fn observe(&self, route: usize, info: &RateLimitInfo, now: Instant, in_flight: u64) {
+        let mut p = self.route(route);
+        if let Some(w) = &info.requests {
+            p.requests = Some(Budget::read(w, now, in_flight, p.requests));
         }
+        if let Some(w) = &info.tokens {
+            p.tokens = Some(Budget::read(w, now, 0, p.tokens));
+        }
+    }
+
+    /// Takes one request and `tokens` of the route's windows for an attempt starting at
+    /// `now`; when they cannot cover it, pauses the route until the reset instead
+    /// (returned, when the pause started or grew).
+    pub(crate) fn take(
+        &self,
+        route: usize,
+        now: Instant,
+        tokens: u64,
+    ) -> Result<(), Option<Paused>> {
+        let mut p = self.route(route);
+        p.roll(now);
+        if let Some(until) = p.paused_until {
+            return Err(Some(Paused {
+                until,
+                reason: PauseReason::RetryAfter,
+            }));
+        }
+        let short =
+            |b: Option<Budget>, need: u64| b.filter(|b| b.left() < need).map(|b| b.reset_at);
+        let wait = short(p.requests, 1)
+            .map(|t| (t, PauseReason::Requests))
+            .or_else(|| short(p.tokens, tokens.max(1)).map(|t| (t, PauseReason::Tokens)));
+        if let Some((until, reason)) = wait {
+            let grew = p.pause(until);
+            return Err(grew.then_some(Paused { until, reason }));
+        }
+        if let Some(b) = p.requests.as_mut() {
+            b.taken += 1;
+        }
+        if let Some(b) = p.tokens.as_mut() {
+            b.taken = b.taken.saturating_add(tokens);
+        }
+        Ok(())
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    const S: fn(u64) -> Duration = Duration::from_secs;
-
-    #[tokio::test(start_paused = true)]
-    async fn a_pause_ends_at_the_latest_retry_after_and_only_for_its_route() {
-        let p = Pacing::new(2);
-        let t0 = Instant::now();
-        assert_eq!(p.paused_until(0, t0), None);
-        assert_eq!(p.pause(0, t0, S(5)), t0 + S(5));
-        assert_eq!(
-            p.pause(0, t0, S(2)),
-            t0 + S(5),
-            "a shorter one does not cut it"
-        );
-        assert_eq!(p.paused_until(0, t0 + S(4)), Some(t0 + S(5)));
-        assert_eq!(p.paused_until(1, t0), None);
-        assert_eq!(p.paused_until(0, t0 + S(5)), None, "over at its end");
-        // A clamped, absurd Retry-After does not overflow the clock.
-        let far = p.pause(1, t0, crate::provider::classify::MAX_RETRY_AFTER);
-        assert!(far > t0 + S(3600));
-    }
-}
+#[path = "pacing_tests.rs"]
+mod tests;

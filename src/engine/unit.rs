@@ -120,9 +120,10 @@ fn bounced(
         paused_until: paused_until.map(|t| t.saturating_duration_since(sh.start)),
         at: now.saturating_duration_since(sh.start),
     });
-    if paused_until.is_some() {
+    if let Some(until) = paused_until {
         // Units waiting for this route's permits choose again (other routes, or later).
-        sh.engine.changed.notify_waiters();
+        let reason = super::pacing::PauseReason::RetryAfter;
+        super::admission::announce_pause(sh, route, super::pacing::Paused { until, reason });
     }
     if sh.budget_spent(now) {
         let stop = u.stop_on_cancel(sh);
@@ -345,6 +346,10 @@ async fn attempt(
         record.outcome
     };
     adapt_limit(sh, slot.route, &record, now, load);
+    if let Some(info) = &record.rate_limit {
+        let others = route.in_flight.load(Ordering::SeqCst) as u64;
+        sh.engine.pacing.observe(slot.route, info, finished, others);
+    }
     drop(slot.permit);
     let verdict = sh
         .engine
@@ -360,6 +365,12 @@ async fn attempt(
         record: record.clone(),
     });
     warn_of_gateway(sh, route, &record);
+    if let Some(message) = &record.warning {
+        sh.sink.emit(Event::Warning {
+            route: route.name.clone(),
+            message: message.clone(),
+        });
+    }
     let cost_usd = account_cost(sh, route, &req, &record, slot.reservation);
     u.result.attempts.push(AttemptLog {
         number,

@@ -176,7 +176,8 @@ impl Layout {
                 self.unit_notice(ts, e)
             }
             // Section 13's limits and back-pressure get their own tracks later.
-            Event::BackPressure { .. } | Event::LimitChanged { .. } => {}
+            Event::BackPressure { .. } | Event::LimitChanged { .. } | Event::RoutePaused { .. } => {
+            }
             Event::Breaker {
                 route,
                 from,

@@ -2,6 +2,7 @@
 
 mod support;
 
+mod backpressure;
 mod cache;
 mod cache_shared;
 mod chrome_trace;

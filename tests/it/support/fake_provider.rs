@@ -126,6 +126,8 @@ pub struct Record {
     pub hung_up_at: Option<Instant>,
     /// When the fake finished writing its answer (and closed the connection).
     pub finished_at: Option<Instant>,
+    /// Answered 429 by the fake's [`Capacity`] (not by a script).
+    pub refused: bool,
 }
 
 impl Record {
@@ -153,6 +155,57 @@ struct State {
     max_in_flight: usize,
     /// Headers every 200 answer carries (rate-limit headers, for instance).
     answer_headers: Vec<(String, String)>,
+    /// A server-wide capacity (see [`Capacity`]).
+    capacity: Capacity,
+    /// Paced: when the current one-second window started, and requests served in it.
+    window: Option<(Instant, u64)>,
+}
+
+/// How much the fake serves before it says "not now" (429, whatever the script says).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub enum Capacity {
+    /// Everything.
+    #[default]
+    Unlimited,
+    /// At most n requests in flight; one beyond gets 429 with `Retry-After: 1`.
+    Limited(usize),
+    /// n requests per one-second window, announced OpenAI-style on every answer
+    /// (`x-ratelimit-limit-requests`, `-remaining-requests`, `-reset-requests` like
+    /// `200ms`); one beyond gets 429 with the same headers.
+    Paced(u64),
+}
+
+/// Whether a request is served, and the headers it carries (rate-limit ones).
+fn admit(st: &mut State, now: Instant) -> (bool, Vec<(String, String)>) {
+    match st.capacity {
+        Capacity::Unlimited => (true, vec![]),
+        Capacity::Limited(n) if st.in_flight < n => (true, vec![]),
+        Capacity::Limited(_) => (false, vec![("retry-after".into(), "1".into())]),
+        Capacity::Paced(rps) => {
+            let (start, used) = match st.window {
+                Some((start, used)) if now.duration_since(start) < Duration::from_secs(1) => {
+                    (start, used)
+                }
+                _ => (now, 0),
+            };
+            let served = used < rps;
+            let used = used + u64::from(served);
+            st.window = Some((start, used));
+            let reset = Duration::from_secs(1).saturating_sub(now.duration_since(start));
+            let headers = vec![
+                ("x-ratelimit-limit-requests".into(), rps.to_string()),
+                (
+                    "x-ratelimit-remaining-requests".into(),
+                    (rps - used).to_string(),
+                ),
+                (
+                    "x-ratelimit-reset-requests".into(),
+                    format!("{}ms", reset.as_millis().max(1)),
+                ),
+            ];
+            (served, headers)
+        }
+    }
 }
 
 /// Counts a request in flight until it is dropped (answered, or the client hung up).
@@ -264,6 +317,23 @@ impl FakeProvider {
         self
     }
 
+    /// Serves at most `n` requests at once; beyond, 429 with `Retry-After: 1`.
+    pub fn limited(&self, n: usize) -> &Self {
+        self.state.lock().unwrap().capacity = Capacity::Limited(n);
+        self
+    }
+
+    /// Serves `rps` requests per second and says so in OpenAI's headers; beyond, 429.
+    pub fn paced(&self, rps: u64) -> &Self {
+        self.state.lock().unwrap().capacity = Capacity::Paced(rps);
+        self
+    }
+
+    /// Requests the fake's capacity answered 429.
+    pub fn refused(&self) -> usize {
+        self.requests().iter().filter(|r| r.refused).count()
+    }
+
     /// Behaviour for models without a script.
     pub fn default_behavior(&self, b: Behavior) -> &Self {
         self.state.lock().unwrap().default = Some(b);
@@ -372,8 +442,9 @@ async fn handle(
     let model = body["model"].as_str().unwrap_or("").to_string();
     let stream = body["stream"].as_bool().unwrap_or(false);
     let anthropic = req.path.ends_with("/messages");
-    let index = {
+    let (index, served, mut capacity_headers) = {
         let mut st = state.lock().unwrap();
+        let (served, headers) = admit(&mut st, Instant::now());
         st.log.push(Record {
             at: Instant::now(),
             path: req.path.clone(),
@@ -383,11 +454,22 @@ async fn handle(
             body: body.clone(),
             hung_up_at: None,
             finished_at: None,
+            refused: !served,
         });
-        st.log.len() - 1
+        (st.log.len() - 1, served, headers)
     };
-    let behavior = next_behavior(&state, &model);
-    let extra = state.lock().unwrap().answer_headers.clone();
+    let behavior = if served {
+        next_behavior(&state, &model)
+    } else {
+        let body = json!({"error": {"message": "Rate limit reached for requests", "type": "requests", "code": "rate_limit_exceeded"}});
+        Behavior::Status {
+            code: 429,
+            headers: std::mem::take(&mut capacity_headers),
+            body: body.to_string(),
+        }
+    };
+    let mut extra = state.lock().unwrap().answer_headers.clone();
+    extra.append(&mut capacity_headers);
     let _in_flight = InFlight::start(&state);
     let hangup = async {
         let mut b = [0u8; 64];
