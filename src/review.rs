@@ -111,6 +111,9 @@ pub async fn run(input: ReviewInput, sink: Sink, interrupt: CancellationToken) -
     })));
     // The engine's warnings (a route's) go into the report too.
     let sink = sink.tee(route_warnings(&warnings));
+    // Each route's limit and back-pressure over the run (section 13), for the report.
+    let load = report::RouteLoad::default();
+    let sink = sink.tee(load.sink());
     let ticker = tokio::spawn(tick(sink.clone()));
     let engine = Engine::new(routes, exec, sink.clone()).with_answerer(cached.answerer());
     let engine = match &fleet {
@@ -142,6 +145,7 @@ pub async fn run(input: ReviewInput, sink: Sink, interrupt: CancellationToken) -
     report.plan_fingerprint = plan_fingerprint;
     report.shard = shard;
     report.warnings.extend(warnings.take());
+    load.fill(&mut report.routes);
     for info in &mut report.skills {
         if let Some(u) = skill_uses.iter().find(|u| u.name == info.name) {
             info.set_origin(u);

@@ -239,6 +239,17 @@ fn add_route(acc: &mut RouteMetrics, m: &RouteMetrics) {
         (a, b) => a.or(b),
     };
     acc.cost_usd = super::usd(acc.cost_usd + m.cost_usd);
+    // Shards ran apart: the lowest and highest limit of any, the highest median.
+    acc.limit = match (acc.limit, m.limit) {
+        (Some(a), Some(b)) => Some(super::LimitFigures {
+            min: a.min.min(b.min),
+            median: a.median.max(b.median),
+            max: a.max.max(b.max),
+        }),
+        (a, b) => a.or(b),
+    };
+    acc.backpressure.answers += m.backpressure.answers;
+    acc.backpressure.paused_ms = acc.backpressure.paused_ms.max(m.backpressure.paused_ms);
     acc.breaker.opens += m.breaker.opens;
     acc.breaker.time_open_ms = acc.breaker.time_open_ms.max(m.breaker.time_open_ms);
     if severity(m.breaker.state) > severity(acc.breaker.state) {

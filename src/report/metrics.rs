@@ -88,6 +88,13 @@ pub struct RouteMetrics {
     pub cost_usd: f64,
     /// Its breaker.
     pub breaker: BreakerReport,
+    /// Its effective limit under `maxConcurrency` over the run (DESIGN.md section 13),
+    /// when the review's events were followed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<super::LimitFigures>,
+    /// Its answers of back-pressure and the time its new attempts were paused.
+    #[serde(default)]
+    pub backpressure: super::BackpressureFigures,
 }
 
 pub(super) fn percentiles(values: &[u64]) -> (Option<u64>, Option<u64>, Option<u64>) {
@@ -230,5 +237,7 @@ fn figures(
             opens: summary.opens,
             time_open_ms: summary.time_open.as_millis() as u64,
         },
+        limit: None,
+        backpressure: Default::default(),
     }
 }

@@ -8,6 +8,7 @@ mod fit;
 mod format;
 pub mod github;
 pub mod gitlab;
+mod load;
 pub mod markdown;
 mod merge;
 mod metrics;
@@ -23,6 +24,7 @@ mod warnings;
 
 pub use build::build;
 pub use format::{Format, OutputSpec};
+pub use load::{BackpressureFigures, LimitFigures, RouteLoad};
 pub use merge::merge;
 pub use metrics::{BreakerReport, RouteMetrics, TimeoutsByStage};
 pub use rules::SkillInfo;

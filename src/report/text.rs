@@ -167,6 +167,29 @@ fn not_reviewed(out: &mut String, r: &Report) {
     }
 }
 
+/// A route's effective limit and back-pressure (DESIGN.md section 13), under its row when
+/// the run followed them or the provider pushed back.
+fn load_line(m: &super::RouteMetrics) -> Option<String> {
+    let bp = &m.backpressure;
+    if m.limit.is_none() && bp.answers == 0 && bp.paused_ms == 0 {
+        return None;
+    }
+    let mut parts = Vec::new();
+    if let Some(l) = m.limit {
+        parts.push(format!(
+            "limit {}/{}/{} (min/median/max) of {}",
+            l.min, l.median, l.max, m.max_concurrency
+        ));
+    }
+    parts.push(format!(
+        "back-pressure {} answer{}, paused {}",
+        bp.answers,
+        if bp.answers == 1 { "" } else { "s" },
+        crate::config::format_duration(std::time::Duration::from_millis(bp.paused_ms))
+    ));
+    Some(parts.join(", "))
+}
+
 /// The route table (a renderer's table: one row per route).
 fn routes(out: &mut String, r: &Report) {
     if !r.route_order.is_empty() {
@@ -210,6 +233,9 @@ fn routes(out: &mut String, r: &Report) {
                     String::new()
                 }
             );
+            if let Some(load) = load_line(m) {
+                let _ = writeln!(out, "  {:<16} {load}", "");
+            }
         }
         let _ = writeln!(out);
     }

@@ -388,3 +388,78 @@ fn exit_codes_follow_fail_on_and_completeness() {
     complete.outcome = ReviewOutcome::Complete;
     assert_eq!(complete.exit_code(), 1);
 }
+
+#[test]
+fn each_route_s_limit_and_back_pressure_are_in_json_and_text() {
+    console::set_colors_enabled(false);
+    let mut r = fixture();
+    let plain = report::text::render(&r);
+    assert!(!plain.contains("back-pressure"), "nothing to say: {plain}");
+    let primary = r.routes.get_mut("primary").unwrap();
+    primary.limit = Some(report::LimitFigures {
+        min: 2,
+        median: 4,
+        max: 8,
+    });
+    primary.backpressure = report::BackpressureFigures {
+        answers: 3,
+        paused_ms: 1500,
+    };
+    let json = serde_json::to_value(&r).unwrap();
+    assert_valid(&report_schema(), &json);
+    assert_eq!(
+        json["routes"]["primary"]["limit"],
+        serde_json::json!({"min": 2, "median": 4, "max": 8})
+    );
+    assert_eq!(
+        json["routes"]["primary"]["backpressure"],
+        serde_json::json!({"answers": 3, "pausedMs": 1500})
+    );
+    let text = report::text::render(&r);
+    let line = text
+        .lines()
+        .find(|l| l.contains("back-pressure"))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(
+        line.contains("limit 2/4/8 (min/median/max) of")
+            && line.contains("back-pressure 3 answers, paused 1.5s"),
+        "{line}"
+    );
+    // A shard report with the figures reads back the same.
+    let back: report::Report = serde_json::from_value(json).unwrap();
+    assert_eq!(back.routes["primary"].limit, r.routes["primary"].limit);
+}
+
+/// Through the binary: a review against a provider that serves 2 at once (a `limited` sim
+/// route, cap auto) reports the route's limit and its answers of back-pressure.
+#[test]
+fn a_review_reports_the_limit_and_back_pressure_it_met() {
+    let repo = crate::support::repo_with_grown_files(24, "l", 30);
+    repo.config(
+        "version = 1\n[execution]\nreviewBudget = \"60s\"\n[[skills]]\nname = \"code-review\"\n[[routes]]\nname = \"primary\"\nprovider = \"sim\"\nprofile = \"limited\"\ncapacity = 2\ntimeScale = 60\nmaxConcurrency = \"auto\"\n",
+    );
+    let out = repo.warden(&["review", "--json", "-q"]).output().unwrap();
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+    assert_valid(&report_schema(), &json);
+    assert_eq!(
+        json["summary"]["reviewed"], json["summary"]["units"],
+        "{}",
+        json["summary"]
+    );
+    let route = &json["routes"]["primary"];
+    let limit = &route["limit"];
+    let n = |v: &serde_json::Value| v.as_u64().unwrap_or_else(|| panic!("{route}"));
+    assert!(
+        n(&limit["min"]) >= 1
+            && n(&limit["min"]) <= n(&limit["median"])
+            && n(&limit["median"]) <= n(&limit["max"])
+            && n(&limit["max"]) <= 16,
+        "{route}"
+    );
+    // It starts above what the provider serves: at least one answer says "not now", and
+    // the report counts exactly the attempts answered 429.
+    let answers = n(&route["backpressure"]["answers"]);
+    assert!(answers >= 1, "{route}");
+    assert_eq!(answers, n(&route["rateLimited"]), "{route}");
+}
