@@ -1,30 +1,113 @@
 //! The findings extractor on any answer: no panic, every kept finding inside the chunk's
 //! lines, and the same entries found whatever chunk the answer is read for (the range
-//! only sorts entries into kept and out of range).
+//! only sorts entries into kept and out of range). What is kept is never bigger than the
+//! answer (no entry amplifies), and every entry is kept or counted.
+//!
+//! Besides the input read as an answer, each input also drives a flood: an answer built
+//! from it with up to [`FLOOD_MAX`] entries whose line numbers are the odd values models
+//! and hostile providers send (0, negative, fractional, past u32, text, null, reversed
+//! ranges), so huge finding counts are exercised on every run, not only when the
+//! fuzzer happens to grow a 4 MB input.
 
 use crate::findings::{Extracted, extract};
 
+/// The most entries a flood built from one input has.
+pub const FLOOD_MAX: usize = 20_000;
+
 /// Extracts findings from `data` for several chunk ranges (the widest, narrow ones, an
-/// inverted one and one derived from the input) and checks each result.
+/// inverted one and one derived from the input) and checks each result; then the same
+/// for the flood built from `data`.
 pub fn check(data: &[u8]) {
-    let answer = String::from_utf8_lossy(data);
+    check_answer(&String::from_utf8_lossy(data), data);
+    check_flood(data);
+}
+
+/// The flood built from `data`, read for the whole file and for a range derived from it:
+/// every entry kept or counted, what is kept inside the range and no bigger than the
+/// answer.
+fn check_flood(data: &[u8]) {
+    let (answer, entries) = flood(data);
+    let all = extract(&answer, 1, u32::MAX).expect("a flood is a findings list");
+    assert_eq!(
+        all.findings.len() + all.dropped_invalid,
+        entries,
+        "entries of the flood neither kept nor counted"
+    );
+    assert_eq!(all.dropped_out_of_range, 0);
+    kept_inside(&all, 1, u32::MAX);
+    no_bigger_than_the_answer(&all, &answer);
+    let h = super::hash(data);
+    let (s, e) = (1 + (h % 8) as u32, 8 + ((h >> 8) % 4096) as u32);
+    let got = extract(&answer, s, e).expect("a flood is a findings list");
+    kept_inside(&got, s, e);
+    assert_eq!(
+        got.findings.len() + got.dropped_out_of_range,
+        all.findings.len(),
+        "range {s}-{e} lost entries of the flood"
+    );
+}
+
+/// Line values as they arrive: the JSON text of `line` / `endLine`.
+const ODD_LINES: &[&str] = &[
+    "1",
+    "0",
+    "-1",
+    "7",
+    "12.5",
+    "3.0",
+    "1e3",
+    "4294967295",
+    "4294967296",
+    "18446744073709551616",
+    "\" 9 \"",
+    "\"0x10\"",
+    "\"\"",
+    "null",
+    "true",
+    "[5]",
+    "{\"n\": 5}",
+    "99999999999999999999999999999999",
+];
+
+/// An answer with many entries derived from `data` (each byte picks an entry's line,
+/// end line and validity), and how many entries it has.
+fn flood(data: &[u8]) -> (String, usize) {
+    let entries = (data.len() / 4).min(FLOOD_MAX);
+    let mut out = String::with_capacity(entries * 80 + 32);
+    out.push_str("Review:\n```json\n{\"findings\": [");
+    for i in 0..entries {
+        let b = data[i % data.len()] as usize ^ (i / data.len());
+        let line = ODD_LINES[b % ODD_LINES.len()];
+        let end = ODD_LINES[(b / ODD_LINES.len() + i) % ODD_LINES.len()];
+        let severity = ["low", "high", "urgent", "critical", ""][b % 5];
+        if i > 0 {
+            out.push(',');
+        }
+        out.push_str(&format!(
+            "{{\"severity\":\"{severity}\",\"title\":\"t{i}\",\"line\":{line},\"endLine\":{end}}}"
+        ));
+    }
+    out.push_str("]}\n```\n");
+    (out, entries)
+}
+
+/// Checks one answer for every range.
+fn check_answer(answer: &str, data: &[u8]) {
     let h = super::hash(data);
     let start = 1 + (h % 64) as u32;
     let derived = (start, start + ((h >> 8) % 64) as u32);
     let ranges = [(1, 1), (10, 20), (u32::MAX, u32::MAX), (20, 10), derived];
-    let all = match extract(&answer, 1, u32::MAX) {
+    let all = match extract(answer, 1, u32::MAX) {
         Ok(all) => all,
         Err(reason) => {
             assert!(!reason.is_empty(), "empty bad_response reason");
             for (s, e) in ranges {
-                assert!(
-                    extract(&answer, s, e).is_err(),
-                    "range {s}-{e} found a list"
-                );
+                assert!(extract(answer, s, e).is_err(), "range {s}-{e} found a list");
             }
             return;
         }
     };
+    no_bigger_than_the_answer(&all, answer);
     assert_eq!(
         all.dropped_out_of_range,
         0,
@@ -33,7 +116,7 @@ pub fn check(data: &[u8]) {
     );
     kept_inside(&all, 1, u32::MAX);
     for (s, e) in ranges {
-        let got = extract(&answer, s, e).expect("the same answer read for another range");
+        let got = extract(answer, s, e).expect("the same answer read for another range");
         kept_inside(&got, s, e);
         assert_eq!(got.dropped_invalid, all.dropped_invalid, "range {s}-{e}");
         let inside: Vec<(&str, u32)> = all
@@ -54,6 +137,33 @@ pub fn check(data: &[u8]) {
             "range {s}-{e} lost entries"
         );
     }
+}
+
+/// Each kept finding's text comes from its own entry of the answer, so together they
+/// are no longer than the answer, and there are no more entries than `{}` pairs fit.
+fn no_bigger_than_the_answer(x: &Extracted, answer: &str) {
+    let kept: usize = x
+        .findings
+        .iter()
+        .map(|f| {
+            f.title.len()
+                + f.description.len()
+                + f.suggestion.as_ref().map_or(0, String::len)
+                + f.replacement.as_ref().map_or(0, String::len)
+                + f.skill.as_ref().map_or(0, String::len)
+        })
+        .sum();
+    assert!(
+        kept <= answer.len(),
+        "{kept} bytes of findings from a {}-byte answer",
+        answer.len()
+    );
+    let entries = x.findings.len() + x.dropped_invalid + x.dropped_out_of_range;
+    assert!(
+        entries <= answer.len() / 2,
+        "{entries} entries in a {}-byte answer",
+        answer.len()
+    );
 }
 
 /// Every kept finding starts and ends inside `start..=end`, in order, with a title.

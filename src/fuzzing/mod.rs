@@ -3,7 +3,7 @@
 //!
 //! Each `check` takes arbitrary bytes, drives one parser the way warden drives it on
 //! hostile input (a `--diff` patch, a provider's stream, a model's answer, a
-//! `warden.toml`, a `SKILL.md`) and panics when an invariant breaks. A panic inside the
+//! `warden.toml`, a `SKILL.md`, a route's `baseUrl`) and panics when an invariant breaks. A panic inside the
 //! parser itself is a finding too. Not part of warden's API: hidden from the docs and
 //! kept to these entry points.
 
@@ -12,6 +12,7 @@ pub mod findings;
 pub mod patch;
 pub mod skill;
 pub mod sse;
+pub mod url;
 
 /// An invariant check: panics when `data` breaks one.
 pub type Check = fn(&[u8]);
@@ -24,6 +25,7 @@ pub const TARGETS: &[(&str, Check)] = &[
     ("config", config::check),
     ("skill", skill::check),
     ("sse", sse::check),
+    ("url", url::check),
 ];
 
 /// FNV-1a: a stable hash of the input, so choices derived from it (chunk ranges, split
