@@ -3,12 +3,16 @@
 //! route slot (a route with maxConcurrency 4 has four), each attempt a slice named by its
 //! unit and outcome; retries, failovers, breaker transitions and budget expiry as instant
 //! events; the review span with its budget beside it, and each unit's hunk budget on the
-//! unit's own track. An event consumer: it records the engine's events as they arrive and
+//! unit's own track; each route's effective limit as a counter, its pauses and answers of
+//! back-pressure (`chrome_load.rs`). An event consumer: it records the engine's events as they arrive and
 //! lays them out when the review is over.
+
+#[path = "chrome_load.rs"]
+mod load;
 
 use crate::engine::{Event, Pass, UnitStatus};
 use serde_json::{Value, json};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -124,6 +128,10 @@ struct Layout {
     hunk_budget: Duration,
     review: Option<(Duration, Value)>,
     review_end: Option<(Duration, Value)>,
+    /// Routes whose limit counter has its first sample (passes share the route state).
+    limit_shown: BTreeSet<String>,
+    /// Route processes with a pause track.
+    paused: BTreeSet<u64>,
 }
 
 impl Layout {
@@ -175,8 +183,37 @@ impl Layout {
             Event::RouteSkipped { .. } | Event::Retry { .. } | Event::Failover { .. } => {
                 self.unit_notice(ts, e)
             }
-            // Section 13's limits and back-pressure get their own tracks later.
-            Event::BackPressure { .. } | Event::LimitChanged { .. } | Event::RoutePaused { .. } => {
+            Event::LimitChanged {
+                route,
+                limit,
+                ceiling,
+                ..
+            } => {
+                let pid = self.route_pid(route);
+                self.limit_shown.insert(route.clone());
+                self.out.push(load::limit(ts, pid, *limit, *ceiling));
+            }
+            Event::BackPressure {
+                route,
+                unit,
+                retry_after,
+                ..
+            } => {
+                let pid = self.route_pid(route);
+                self.out
+                    .push(load::back_pressure(ts, pid, *unit, *retry_after));
+            }
+            Event::RoutePaused {
+                route,
+                until,
+                at,
+                reason,
+                ..
+            } => {
+                let pid = self.route_pid(route);
+                self.paused.insert(pid);
+                let end = ts + until.saturating_sub(*at);
+                self.out.push(load::paused(ts, end, pid, reason.as_str()));
             }
             Event::Breaker {
                 route,
@@ -290,6 +327,12 @@ impl Layout {
             let pid = self.route_pid(&r.name);
             let i = (pid - ROUTE_PID) as usize;
             self.routes[i].1 = self.routes[i].1.max(r.max_concurrency);
+            // The limit's first sample: where the engine starts it under the ceiling.
+            if self.limit_shown.insert(r.name.clone()) {
+                let start = r.max_concurrency.min(crate::engine::limit::INITIAL);
+                self.out
+                    .push(load::limit(ts, pid, start, r.max_concurrency));
+            }
         }
         if pass == Pass::Verification {
             self.out.push(slice(
@@ -462,6 +505,14 @@ pub(crate) fn render(log: &[(Duration, Event)], end: Duration) -> Value {
         let pid = ROUTE_PID + i as u64;
         out.push(meta(pid, None, "process_name", &format!("route {route}")));
         out.push(json!({"ph": "M", "pid": pid, "name": "process_sort_index", "args": {"sort_index": pid}}));
+        if layout.paused.contains(&pid) {
+            out.push(meta(
+                pid,
+                Some(load::PAUSE_TID),
+                "thread_name",
+                &format!("{route} paused"),
+            ));
+        }
         for s in 0..layout.slots.used(route).max(*cap) {
             out.push(meta(
                 pid,

@@ -88,7 +88,8 @@ fn unit_of(e: &Event) -> usize {
     match e {
         Event::RouteSkipped { unit, .. }
         | Event::Retry { unit, .. }
-        | Event::Failover { unit, .. } => *unit,
+        | Event::Failover { unit, .. }
+        | Event::BackPressure { unit, .. } => *unit,
         _ => usize::MAX,
     }
 }
@@ -142,6 +143,46 @@ fn note(e: &Event, parent: &Span) {
             parent: parent,
             in_flight = *in_flight as i64,
             "review budget expired; cancelling attempts in flight"
+        ),
+        // Section 13: the route's effective limit, its answers of back-pressure, its pauses.
+        Event::LimitChanged {
+            route,
+            limit,
+            ceiling,
+            reason,
+            ..
+        } => tracing::info!(
+            name: "warden.limit.changed",
+            parent: parent,
+            route = %route,
+            limit = *limit as i64,
+            ceiling = *ceiling as i64,
+            reason = reason.as_str()
+        ),
+        Event::BackPressure {
+            route,
+            bounce,
+            retry_after,
+            ..
+        } => tracing::info!(
+            name: "warden.backpressure",
+            parent: parent,
+            route = %route,
+            bounce = i64::from(*bounce),
+            retry_after_ms = retry_after.map_or(-1, ms)
+        ),
+        Event::RoutePaused {
+            route,
+            until,
+            at,
+            reason,
+            ..
+        } => tracing::info!(
+            name: "warden.route.paused",
+            parent: parent,
+            route = %route,
+            paused_ms = ms(until.saturating_sub(*at)),
+            reason = reason.as_str()
         ),
         Event::Warning { route, message } => tracing::warn!(
             name: "warden.warning",

@@ -141,3 +141,90 @@ fn a_failover_shows_one_slice_per_attempt_on_its_routes_track_inside_the_review(
         .count();
     assert_eq!(hunks, 3, "one hunk budget per started unit");
 }
+
+/// Section 13 on the timelines: a review against a provider that serves 2 at once (a
+/// `limited` sim route, cap auto) shows the route's limit as a counter track in the Chrome
+/// trace, and each limit change and answer of back-pressure as a JSONL trace event.
+#[test]
+fn the_limit_is_a_counter_track_and_its_changes_are_trace_events() {
+    let repo = crate::support::repo_with_grown_files(24, "t", 30);
+    repo.config(
+        "version = 1\n[execution]\nreviewBudget = \"60s\"\n[[skills]]\nname = \"code-review\"\n[[routes]]\nname = \"primary\"\nprovider = \"sim\"\nprofile = \"limited\"\ncapacity = 2\ntimeScale = 60\nmaxConcurrency = \"auto\"\n",
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let chrome = dir.path().join("trace.json");
+    let jsonl = dir.path().join("trace.jsonl");
+    let report = dir.path().join("report.json");
+    for (path, format) in [(&chrome, "chrome"), (&jsonl, "jsonl")] {
+        let out = repo
+            .warden(&[
+                "review",
+                "-q",
+                "--trace",
+                path.to_str().unwrap(),
+                "--trace-format",
+                format,
+                "-o",
+                &format!("json={}", report.display()),
+            ])
+            .output()
+            .unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let trace: Value = serde_json::from_str(&std::fs::read_to_string(&chrome).unwrap()).unwrap();
+    let counters = events(&trace, "C");
+    let limits: Vec<u64> = counters
+        .iter()
+        .filter(|c| c["name"] == "limit")
+        .map(|c| c["args"]["limit"].as_u64().unwrap())
+        .collect();
+    assert!(
+        limits.len() >= 2,
+        "a first sample and at least one change: {counters:?}"
+    );
+    assert_eq!(limits[0], 4, "the engine starts at 4 under a ceiling of 16");
+    assert!(
+        counters
+            .iter()
+            .all(|c| c["args"]["ceiling"] == 16 && c["pid"] == counters[0]["pid"]),
+        "{counters:?}"
+    );
+    assert!(limits.iter().all(|l| (1..=16).contains(l)), "{limits:?}");
+    let refused = events(&trace, "i")
+        .into_iter()
+        .filter(|e| {
+            e["name"]
+                .as_str()
+                .is_some_and(|n| n.starts_with("back-pressure"))
+        })
+        .count();
+    assert!(refused >= 1, "the provider refused some: an instant each");
+
+    let lines: Vec<Value> = std::fs::read_to_string(&jsonl)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let named = |n: &str| lines.iter().filter(|l| l["name"] == n).collect::<Vec<_>>();
+    let changes = named("warden.limit.changed");
+    assert!(!changes.is_empty(), "no limit change in the trace");
+    assert!(
+        changes
+            .iter()
+            .all(|c| c["fields"]["route"] == "primary" && c["fields"]["ceiling"] == 16),
+        "{changes:?}"
+    );
+    let report: Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    assert_eq!(
+        named("warden.backpressure").len() as u64,
+        report["routes"]["primary"]["backpressure"]["answers"]
+            .as_u64()
+            .unwrap(),
+        "one trace event per answer the report counts"
+    );
+}
