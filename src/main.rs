@@ -17,11 +17,11 @@ fn main() {
         Ok(code) => code,
         Err(err) => {
             // Messages name repository paths and quote provider text: escaped lines.
-            eprintln!(
+            warden::text::stdio::eprint_line(&format!(
                 "{} {}",
                 console::style("error:").red().bold().for_stderr(),
                 warden::text::escape::block(&err.to_string())
-            );
+            ));
             err.exit_code()
         }
     };

@@ -4,7 +4,7 @@
 //! printed to stderr rather than lost.
 
 use crate::error::{Error, Result};
-use crate::report::{Format, OutputSpec, Report, summary_md};
+use crate::report::{Format, OutputSpec, Report, redact_text, summary_md};
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -25,6 +25,9 @@ struct Destination {
 /// The opened destinations of one review.
 pub struct Outputs {
     destinations: Vec<Destination>,
+    /// Keys redacted from every rendered output (the report is redacted already; this
+    /// is the second line).
+    keys: Vec<crate::provider::secret::ApiKey>,
 }
 
 fn create(path: &Path) -> Result<File> {
@@ -99,7 +102,16 @@ impl Outputs {
                 sink: Sink::StepSummary(path, file),
             });
         }
-        Ok(Outputs { destinations })
+        Ok(Outputs {
+            destinations,
+            keys: Vec::new(),
+        })
+    }
+
+    /// Redacts `keys` (see `report::configured_keys`) from every output as it is written.
+    pub fn redacting(mut self, keys: Vec<crate::provider::secret::ApiKey>) -> Self {
+        self.keys = keys;
+        self
     }
 
     /// Whether stdout receives a report (then colour follows the terminal).
@@ -113,31 +125,34 @@ impl Outputs {
     /// the others are still written; the first failure is returned (exit 2).
     pub fn write(self, report: &Report) -> Result<()> {
         let mut first_error = None;
+        let keys = self.keys;
+        let render = |format: Format| redact_text(&keys, &format.render(report));
         for d in self.destinations {
             let what = format!("the {} report", d.format.name());
             let (text, result, name, what) = match d.sink {
                 Sink::Stdout => {
-                    let text = d.format.render(report);
+                    let text = render(d.format);
                     let result = write_stdout(&text);
                     (text, result, "<stdout>".into(), what)
                 }
                 Sink::File(path, mut file) => {
                     // Files never get terminal colours.
-                    let text = console::strip_ansi_codes(&d.format.render(report)).into_owned();
+                    let text = console::strip_ansi_codes(&render(d.format)).into_owned();
                     let result = file.write_all(text.as_bytes()).and_then(|()| file.flush());
                     (text, result, path, what)
                 }
                 Sink::StepSummary(path, mut file) => {
-                    let text = summary_md::render(report);
+                    let md = summary_md::render(report);
+                    let text = redact_text(&keys, &crate::text::escape::guard(&md));
                     let result = file.write_all(text.as_bytes()).and_then(|()| file.flush());
                     (text, result, path, "the step summary".to_string())
                 }
             };
             if let Err(e) = result {
-                eprintln!(
+                crate::text::stdio::eprint_line(&format!(
                     "error: {}: cannot write {what} ({e}); here it is instead:\n{text}",
                     name.display(),
-                );
+                ));
                 first_error.get_or_insert(Error::io(name, e));
             }
         }
@@ -147,9 +162,5 @@ impl Outputs {
 
 /// A closed stdout (`warden | head`) is not an error: warden stops writing quietly.
 pub fn write_stdout(text: &str) -> std::io::Result<()> {
-    let mut out = std::io::stdout().lock();
-    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
-        r => r,
-    }
+    crate::text::stdio::print(text)
 }

@@ -151,6 +151,8 @@ pub async fn run(input: ReviewInput, sink: Sink, interrupt: CancellationToken) -
             info.set_origin(u);
         }
     }
+    // Last: no configured key leaves in any field, model text included (§13).
+    report::redact(&mut report, &report::configured_keys(&settings.routes));
     sink.emit(Event::ReviewFinished {
         outcome: report.outcome,
         reviewed: report.summary.reviewed,

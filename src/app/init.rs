@@ -19,6 +19,6 @@ pub(super) fn init_cmd(args: &InitArgs) -> Result<i32> {
         )));
     }
     std::fs::write(&path, STARTER).map_err(|e| Error::io(&path, e))?;
-    eprintln!("wrote {}", path.display());
+    warden::text::stdio::eprint_line(&format!("wrote {}", path.display()));
     Ok(0)
 }

@@ -22,13 +22,13 @@ pub(super) fn merge_cmd(args: &MergeArgs) -> Result<i32> {
     let report = warden::report::merge(&inputs)?;
     if !args.ui.quiet {
         for m in &report.missing_shards {
-            eprintln!(
+            warden::text::stdio::eprint_line(&format!(
                 "{} shard {}/{} is missing: its {} units were not reviewed",
                 console::style("warning:").yellow().for_stderr(),
                 m.index,
                 m.count,
                 m.units
-            );
+            ));
         }
     }
     let step_summary = std::env::var_os("GITHUB_STEP_SUMMARY")

@@ -45,9 +45,12 @@ fn setup_color(ui: &Ui, to_file: bool) {
     console::set_colors_enabled_stderr(on(std::io::stderr().is_terminal()));
 }
 
-/// Writes `text` to `-o FILE` or stdout. A closed stdout (`warden --json | head`) is not
-/// an error: warden stops writing and exits quietly, as ripgrep does.
+/// Writes `text` to `-o FILE` or stdout, through the line guard (plans and skill lists
+/// quote repository names). A closed stdout (`warden --json | head`) is not an error:
+/// warden stops writing and exits quietly, as ripgrep does.
 fn emit(output: Option<&Path>, text: &str) -> Result<()> {
+    let guarded = escape::guard(text);
+    let text = guarded.as_ref();
     if let Some(path) = output {
         return std::fs::write(path, text).map_err(|e| {
             Error::Usage(format!(
@@ -70,11 +73,11 @@ fn warn(ui: &Ui, settings: &Settings) {
         .map(|p| format!("{}: ", p.display()))
         .unwrap_or_default();
     for w in &settings.warnings {
-        eprintln!(
+        warden::text::stdio::eprint_line(&format!(
             "{} {}",
             console::style("warning:").yellow().for_stderr(),
             escape::block(&format!("{origin}{w}"))
-        );
+        ));
     }
 }
 
@@ -85,11 +88,11 @@ fn warn_trust(ui: &Ui, trust: &TrustReport) {
         return;
     }
     if let Some(w) = trust.warning() {
-        eprintln!(
+        warden::text::stdio::eprint_line(&format!(
             "{} {}",
             console::style("warning:").yellow().for_stderr(),
             escape::block(&w)
-        );
+        ));
     }
 }
 
@@ -98,11 +101,11 @@ fn cache_warn(ui: &Ui) -> warden::cache::Warn {
     let quiet = ui.quiet;
     std::sync::Arc::new(move |m: &str| {
         if !quiet {
-            eprintln!(
+            warden::text::stdio::eprint_line(&format!(
                 "{} {}",
                 console::style("warning:").yellow().for_stderr(),
                 escape::block(m)
-            );
+            ));
         }
     })
 }

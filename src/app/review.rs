@@ -45,11 +45,11 @@ pub(super) fn review_cmd(args: &ReviewArgs) -> Result<i32> {
     };
     let cache = if cache::simulated_only(&prepared.settings.routes) {
         if !args.ui.quiet {
-            eprintln!(
+            warden::text::stdio::eprint_line(&format!(
                 "{} {}",
                 console::style("note:").cyan().for_stderr(),
                 cache::OFF_FOR_SIMULATED
-            );
+            ));
         }
         Levels::off()
     } else {
@@ -83,7 +83,8 @@ pub(super) fn review_cmd(args: &ReviewArgs) -> Result<i32> {
     let step_summary = std::env::var_os("GITHUB_STEP_SUMMARY")
         .filter(|p| !p.is_empty())
         .map(PathBuf::from);
-    let outputs = Outputs::open(args.format(), &args.outputs, step_summary)?;
+    let outputs = Outputs::open(args.format(), &args.outputs, step_summary)?
+        .redacting(warden::report::configured_keys(&input.settings.routes));
     let telemetry = Telemetry::init(&telemetry::Options {
         trace_file: args.trace.clone(),
         trace_format: args.trace_format,

@@ -33,7 +33,9 @@ fn received(exit: i32, name: &str, token: &CancellationToken, code: &AtomicI32) 
         std::process::exit(exit);
     }
     code.store(exit, Ordering::SeqCst);
-    eprintln!("warden: {name} received; cancelling and writing the report (again to quit at once)");
+    warden::text::stdio::eprint_line(&format!(
+        "warden: {name} received; cancelling and writing the report (again to quit at once)"
+    ));
     token.cancel();
 }
 

@@ -33,9 +33,11 @@ impl Format {
     pub const NAMES: &'static str = "text, json, sarif, github, rdjsonl, rdjson, gitlab, markdown";
 
     /// Renders `r` in this format. JSON documents may be printed to a CI log, so command
-    /// markers inside their strings are escaped (the documents mean the same).
+    /// markers inside their strings are escaped (the documents mean the same). Every
+    /// format but GitHub's annotations (warden's own commands, each built from escaped
+    /// fields) then passes the line guard: no line of it can be read as a CI command.
     pub fn render(self, r: &Report) -> String {
-        match self {
+        let text = match self {
             Format::Text => text::render(r),
             Format::Json => {
                 let mut s = serde_json::to_string_pretty(r).expect("report serializes");
@@ -43,12 +45,13 @@ impl Format {
                 escape::json_doc(&s)
             }
             Format::Sarif => escape::json_doc(&sarif::render(r)),
-            Format::Github => github::render(r),
+            Format::Github => return github::render(r),
             Format::Rdjsonl => escape::json_doc(&rdjson::render_lines(r)),
             Format::Rdjson => escape::json_doc(&rdjson::render_result(r)),
             Format::Gitlab => escape::json_doc(&gitlab::render(r)),
             Format::Markdown => markdown::render(r),
-        }
+        };
+        escape::guard(&text).into_owned()
     }
 
     /// The format's name on the command line.

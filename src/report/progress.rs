@@ -217,7 +217,10 @@ impl Progress {
             Some(b) => b.println(text),
             None => {
                 let elapsed = self.state.lock().expect("progress").start.elapsed();
-                eprintln!("[{:>7.1}s] {text}", elapsed.as_secs_f64());
+                crate::text::stdio::eprint_line(&format!(
+                    "[{:>7.1}s] {text}",
+                    elapsed.as_secs_f64()
+                ));
             }
         }
     }
@@ -279,7 +282,10 @@ impl Progress {
                     let line = st.line(true);
                     let elapsed = st.start.elapsed();
                     drop(st);
-                    eprintln!("[{:>7.1}s] {line}", elapsed.as_secs_f64());
+                    crate::text::stdio::eprint_line(&format!(
+                        "[{:>7.1}s] {line}",
+                        elapsed.as_secs_f64()
+                    ));
                 }
             }
             _ => {}

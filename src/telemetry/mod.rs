@@ -84,7 +84,7 @@ impl Telemetry {
                     (Some((o, m)), Some(t))
                 }
                 Err(e) => {
-                    eprintln!("warning: OTLP export is off: {e}");
+                    crate::text::stdio::eprint_line(&format!("warning: OTLP export is off: {e}"));
                     (None, None)
                 }
             }
@@ -150,10 +150,10 @@ impl Telemetry {
                 .map_err(std::io::Error::from)
                 .and_then(|()| w.flush());
             if let Err(e) = written {
-                eprintln!(
+                crate::text::stdio::eprint_line(&format!(
                     "warning: --trace {}: cannot write the trace ({e})",
                     path.display()
-                );
+                ));
             }
         }
         #[cfg(feature = "otlp")]

@@ -11,6 +11,7 @@
 //!
 //! Escapes are visible (`\n`, `\u{1b}`, `##\[`), so a reader sees that the text held them.
 
+use std::borrow::Cow;
 use std::fmt::Write;
 
 /// Whether `c` is shown as an escape: control characters (C0, DEL, C1), the Unicode line
@@ -90,15 +91,16 @@ fn break_markers(s: &str, bracket: &str) -> String {
 }
 
 /// A field shown inside one line of terminal or CI-log output (a title, a path, a
-/// reason): one line, no control characters, no CI command markers.
+/// reason): one line, no control characters, no CI command markers, and a leading `::`
+/// (GitHub's command syntax) escaped as `\::`, since any field may end up where a line
+/// starts (after an indentation, or an empty field before it).
 pub fn inline(s: &str) -> String {
-    break_markers(&escape_controls(s, &[]), TEXT_BRACKET)
+    protect_start(break_markers(&escape_controls(s, &[]), TEXT_BRACKET))
 }
 
-/// A field that starts an output line (after any indentation): as [`inline`], and a
-/// leading `::` (GitHub's command syntax) is escaped as `\::`.
+/// A field that starts an output line (after any indentation): the same as [`inline`].
 pub fn line_start(s: &str) -> String {
-    protect_start(inline(s))
+    inline(s)
 }
 
 fn protect_start(s: String) -> String {
@@ -129,8 +131,8 @@ pub fn block(s: &str) -> String {
 /// Inline Markdown text: controls escaped as in [`inline`], then every character with
 /// inline meaning in CommonMark/GFM backslash-escaped (and, at the start, those that would
 /// open a heading, list, quote or rule, or make a CI log line start with `::`), so the
-/// text renders as itself: no emphasis, links,
-/// images, HTML, entities or table cells can start inside it.
+/// text renders as itself: no emphasis, links, images, HTML, entities or table cells can
+/// start inside it, and no `@` mention (see [`MENTION_BREAK`]).
 pub fn md_inline(s: &str) -> String {
     const INLINE: &[char] = &['\\', '`', '*', '_', '[', ']', '<', '>', '!', '|', '~', '&'];
     // `:` too: a Markdown report printed to a CI log must not start a line with `::`.
@@ -150,9 +152,18 @@ pub fn md_inline(s: &str) -> String {
             out.push('\\');
         }
         out.push(c);
+        if c == '@' {
+            out.push(MENTION_BREAK);
+        }
     }
     out
 }
+
+/// Written after every `@` in Markdown text so that GitHub makes no mention of it
+/// (`@octocat`, `@org/team`): GitHub finds mentions after Markdown is rendered, so an
+/// escaped `\@` still mentions (github/markup#1168); a zero-width space between `@` and
+/// the name does not, and reads the same.
+pub const MENTION_BREAK: char = '\u{200b}';
 
 /// A Markdown code span holding `s` (a path, a name): the fence is longer than any
 /// backtick run inside, controls are escaped as in [`inline`].
@@ -221,6 +232,53 @@ pub fn gh_property(s: &str) -> String {
     gh_data(s).replace(':', "%3A").replace(',', "%2C")
 }
 
+/// The last defence on a whole output (stdout, stderr, `-o` files, the step summary): in
+/// every line, a `::` where a CI runner would read a workflow command (after leading
+/// whitespace, which GitHub's runner trims, and any terminal colour codes) becomes `\::`,
+/// and `##[`-style markers are broken as in [`inline`]. Lines end at `\n` or `\r` (the
+/// runner reads a lone `\r` as a line end too). Fields are escaped where they are written;
+/// this catches a field written where a line starts that nobody expected to. Only GitHub
+/// annotations, warden's own commands, bypass it. Idempotent.
+pub fn guard(text: &str) -> Cow<'_, str> {
+    if !text.contains("::") && !text.contains("##") {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for line in text.split_inclusive(['\n', '\r']) {
+        let line = break_markers(line, TEXT_BRACKET);
+        let at = command_start(&line);
+        if line[at..].starts_with("::") {
+            out.push_str(&line[..at]);
+            out.push('\\');
+            out.push_str(&line[at..]);
+        } else {
+            out.push_str(&line);
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// Where a runner would look for `::` in `line`: after leading whitespace (any Unicode
+/// white space, as .NET's `TrimStart` reads it) and terminal CSI sequences (`ESC [ … final`).
+fn command_start(line: &str) -> usize {
+    let bytes = line.as_bytes();
+    let mut i = 0;
+    loop {
+        if bytes[i..].starts_with(b"\x1b[") {
+            let mut j = i + 2;
+            while j < bytes.len() && !(0x40..=0x7e).contains(&bytes[j]) {
+                j += 1;
+            }
+            i = (j + 1).min(bytes.len());
+            continue;
+        }
+        match line[i..].chars().next() {
+            Some(c) if c.is_whitespace() && c != '\n' && c != '\r' => i += c.len_utf8(),
+            _ => return i,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -280,6 +338,8 @@ mod tests {
         assert_eq!(md_code("a`b"), "``a`b``");
         assert_eq!(md_code("`x"), "`` `x ``");
         assert_eq!(md_code_cell("a|b"), "`a\\|b`");
+        assert_eq!(md_inline("ask @octocat"), "ask @\u{200b}octocat");
+        assert_eq!(md_inline("@org/team"), "@\u{200b}org/team");
         assert!(!md_code("p\n::error::x").contains('\n'));
     }
 
@@ -298,5 +358,23 @@ mod tests {
         assert_eq!(gh_data("50% done\r\nnext"), "50%25 done%0D%0Anext");
         assert_eq!(gh_property("a:b,c%"), "a%3Ab%2Cc%25");
         assert_eq!(gh_data("\u{1b}[31m"), "\\u{1b}[31m");
+    }
+
+    #[test]
+    fn the_output_guard_leaves_no_command_line() {
+        let hostile = "  ::error title=x::owned.py:1-30\n\t::stop-commands::t\rok\r ::warning::y\n\u{a0}\u{3000}::notice::z\n\u{1b}[36m::debug::c\u{1b}[0m\nx ##[error]y\nstd::mem ok\n";
+        let out = guard(hostile);
+        for line in out.split(['\n', '\r']) {
+            assert!(!is_command(line), "{line:?} in {out:?}");
+            let plain = console::strip_ansi_codes(line);
+            assert!(!plain.trim_start().starts_with("::"), "{line:?}");
+        }
+        assert!(
+            out.contains("  \\::error title=x::owned.py:1-30\n"),
+            "{out}"
+        );
+        assert!(out.contains("std::mem ok"), "{out}");
+        assert_eq!(guard(&out), out, "idempotent");
+        assert!(matches!(guard("plain text\n"), Cow::Borrowed(_)));
     }
 }

@@ -1,9 +1,11 @@
 //! The bottom layer's text utilities: escaping repository and model text for every output
-//! (`escape`), and a small stable hash for ids and fingerprints (`fnv1a`). They sit at the
+//! (`escape`), writing to stdout and stderr without panicking on a closed stream
+//! (`stdio`), and a small stable hash for ids and fingerprints (`fnv1a`). They sit at the
 //! bottom so that prompts, plans, trust and reports can all use them without importing
 //! each other.
 
 pub mod escape;
+pub mod stdio;
 
 /// FNV-1a, 64 bits: a tiny stable hash for finding ids and fingerprints.
 pub(crate) fn fnv1a(parts: &[&str]) -> u64 {

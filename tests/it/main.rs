@@ -23,6 +23,7 @@ mod hostile_provider;
 mod install_script;
 mod invariant;
 mod layers;
+mod output_safety;
 mod outputs;
 mod patch_input;
 mod patch_property;
