@@ -107,11 +107,15 @@ work=$(mktemp -d 2>/dev/null || mktemp -d -t warden-install)
 trap 'rm -rf "$work"' EXIT
 trap 'exit 130' INT TERM
 
+# HTTPS only, redirects included, unless the base URL itself is plain HTTP (a local mirror).
+protocols='=https'
+case "$base_url" in http://*) protocols='=http,https' ;; esac
+
 # fetch URL FILE: 0 fetched in full, 4 the server has no such file (404), 1 anything else
 # (a refused connection, another status, a body cut short: curl and wget check the length).
 fetch() {
   if command -v curl >/dev/null 2>&1; then
-    code=$(curl -sSL --retry 2 --proto '=https,http' -o "$2" -w '%{http_code}' "$1") || {
+    code=$(curl -sSL --retry 2 --proto "$protocols" --proto-redir "$protocols" -o "$2" -w '%{http_code}' "$1") || {
       say "downloading $1 failed (curl exit $?, HTTP ${code:-none}): the download was refused or cut short"
       return 1
     }
@@ -121,7 +125,10 @@ fetch() {
       *) say "downloading $1 failed: HTTP $code"; return 1 ;;
     esac
   elif command -v wget >/dev/null 2>&1; then
-    if wget -q -O "$2" "$1" 2>"$work/wget.err"; then return 0; fi
+    https_only=--https-only
+    [ "$protocols" = '=https' ] || https_only=""
+    # shellcheck disable=SC2086 # $https_only is one flag or none
+    if wget -q $https_only -O "$2" "$1" 2>"$work/wget.err"; then return 0; fi
     if wget -S --spider "$1" 2>&1 | grep -q ' 404 '; then return 4; fi
     say "downloading $1 failed: the download was refused or cut short"
     return 1
