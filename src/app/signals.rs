@@ -1,7 +1,6 @@
 //! Interrupts: the first cancels in-flight attempts so the report is written with what was
 //! received; a second exits at once. On Unix, SIGINT (exit 130) and SIGTERM (143); on
-//! Windows, Ctrl-C and Ctrl-Break (both 130: Windows has no SIGTERM to deliver); elsewhere,
-//! whatever tokio's `ctrl_c` can see.
+//! Windows, Ctrl-C and Ctrl-Break (both 130: Windows has no SIGTERM to deliver).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI32, Ordering};
@@ -28,6 +27,7 @@ impl Signals {
 
 /// One interrupt: the first cancels the review (its report is still written), the second
 /// exits with `exit` at once.
+#[cfg(any(unix, windows))]
 fn received(exit: i32, name: &str, token: &CancellationToken, code: &AtomicI32) {
     if code.load(Ordering::SeqCst) != 0 {
         std::process::exit(exit);
@@ -72,9 +72,7 @@ async fn listen(token: CancellationToken, code: Arc<AtomicI32>) {
     }
 }
 
+/// Elsewhere tokio has no signals to listen to: an interrupt ends the process as the
+/// platform does, without the report.
 #[cfg(not(any(unix, windows)))]
-async fn listen(token: CancellationToken, code: Arc<AtomicI32>) {
-    while tokio::signal::ctrl_c().await.is_ok() {
-        received(130, "Ctrl-C", &token, &code);
-    }
-}
+async fn listen(_token: CancellationToken, _code: Arc<AtomicI32>) {}
