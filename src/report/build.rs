@@ -75,6 +75,7 @@ pub fn build(
         units,
         findings,
         skipped_files: plan.skipped_files.clone(),
+        cuts: super::cuts::cuts(&plan.skipped_files, &settings.scan),
         warnings: config_warnings(settings),
         verification: verification.map(|v| v.summary.clone()),
         fail_on: settings.fail_on.to_string(),

@@ -60,6 +60,10 @@ pub fn render(r: &Report) -> String {
             escape_data(&w.message)
         );
     }
+    // One notice per limit that cut files, not one per file.
+    for c in &r.cuts {
+        let _ = writeln!(out, "::notice title=warden::{}", escape_data(&c.message()));
+    }
     let s = &r.summary;
     let _ = writeln!(
         out,

@@ -274,13 +274,40 @@ fn trust(out: &mut String, r: &Report) {
 }
 
 fn body(r: &Report, shown: usize) -> String {
-    let mut out = format!("{MARKER}\n{}\n\n", verdict(r));
+    let mut out = format!("{MARKER}\n{}", verdict(r));
+    if let Some(cuts) = r.cuts_line() {
+        let _ = write!(out, " ✂️ **{}** (listed below).", inline(&cuts));
+    }
+    out.push_str("\n\n");
     trust(&mut out, r);
     if shown < r.findings.len() {
         let _ = writeln!(out, "{}\n", cut_note(r, shown));
     }
     findings(&mut out, r, shown);
+    cut_by_limits(&mut out, r);
     not_reviewed(&mut out, r);
     routes(&mut out, r);
     out
+}
+
+/// Files cut by limits, named: a line per limit, its files as code spans.
+fn cut_by_limits(out: &mut String, r: &Report) {
+    if r.cuts.is_empty() {
+        return;
+    }
+    let _ = writeln!(out, "### Cut by limits\n");
+    for c in &r.cuts {
+        let paths: Vec<String> = r.cut_paths(c).collect();
+        let named: Vec<String> = paths
+            .iter()
+            .take(NOT_REVIEWED_ROWS)
+            .map(|p| code(p))
+            .collect();
+        let more = match paths.len().saturating_sub(NOT_REVIEWED_ROWS) {
+            0 => String::new(),
+            n => format!(", …and {n} more (every one is in the JSON report)"),
+        };
+        let _ = writeln!(out, "- **{}**: {}{more}", c.message(), named.join(", "));
+    }
+    let _ = writeln!(out);
 }

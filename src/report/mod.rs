@@ -3,6 +3,7 @@
 //! policy; they only show this model.
 
 mod build;
+mod cuts;
 mod dedupe;
 mod fit;
 mod format;
@@ -24,6 +25,7 @@ mod vcs;
 mod warnings;
 
 pub use build::build;
+pub use cuts::Cut;
 pub use format::{Format, OutputSpec};
 pub use load::{BackpressureFigures, LimitFigures, RouteLoad};
 pub use merge::merge;
@@ -74,6 +76,10 @@ pub struct Report {
     pub findings: Vec<Finding>,
     /// Files not reviewed, with reasons.
     pub skipped_files: Vec<Skipped>,
+    /// Of those, the files cut by limits (`maxFiles`, sizes, lines), one entry per limit:
+    /// every format a person reads counts and names them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cuts: Vec<Cut>,
     /// Warnings of the run (config, routes, cache, fleet), as stderr showed them.
     #[serde(default)]
     pub warnings: Vec<Warning>,

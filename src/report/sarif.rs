@@ -196,6 +196,27 @@ fn warning(w: &super::Warning) -> Value {
     })
 }
 
+/// Files one limit cut, as a tool execution notification: the count and limit, the
+/// first files by name, every file in its properties.
+fn cut(r: &Report, c: &super::Cut) -> Value {
+    const NAMED: usize = 20;
+    let paths: Vec<String> = r.cut_paths(c).collect();
+    let mut text = format!(
+        "{}: {}",
+        c.message(),
+        paths[..paths.len().min(NAMED)].join(", ")
+    );
+    if paths.len() > NAMED {
+        text.push_str(&format!(", and {} more", paths.len() - NAMED));
+    }
+    json!({
+        "level": "warning",
+        "message": {"text": text},
+        "descriptor": {"id": "warden/cut-by-limit"},
+        "properties": {"reason": c.reason, "limit": c.limit, "value": c.value, "files": c.files, "paths": paths},
+    })
+}
+
 /// The report as one SARIF 2.1.0 run: a rule per skill, a result per finding, and a tool
 /// execution notification per unit that was not reviewed.
 pub fn render(r: &Report) -> String {
@@ -218,6 +239,7 @@ pub fn render(r: &Report) -> String {
         .not_reviewed()
         .map(|u| notification(u, rule_index(first_skill(u))))
         .chain(r.warnings.iter().map(warning))
+        .chain(r.cuts.iter().map(|c| cut(r, c)))
         .collect();
     let mut run = json!({
         "tool": {"driver": {

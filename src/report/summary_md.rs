@@ -65,6 +65,7 @@ fn body(r: &Report, shown: usize) -> String {
         r.budget_ms as f64 / 1000.0,
         md_code(&r.target)
     );
+    cut_by_limits(&mut out, r);
     if let Some(line) = r.trust.as_ref().and_then(|t| t.line()) {
         let _ = writeln!(out, "**Trust:** {}\n", cell(&line));
     }
@@ -86,6 +87,30 @@ fn body(r: &Report, shown: usize) -> String {
         let _ = write!(out, "### Routes\n\n{}", route_table(r));
     }
     out
+}
+
+/// Files cut by limits: a line per limit, its files folded away (at most 100 named).
+fn cut_by_limits(out: &mut String, r: &Report) {
+    for c in &r.cuts {
+        let paths: Vec<String> = r.cut_paths(c).collect();
+        let _ = writeln!(
+            out,
+            "✂️ **{}**\n\n<details><summary>Files cut ({})</summary>\n",
+            c.message(),
+            paths.len()
+        );
+        for p in paths.iter().take(100) {
+            let _ = writeln!(out, "- {}", md_code(p));
+        }
+        if paths.len() > 100 {
+            let _ = writeln!(
+                out,
+                "- …and {} more (see the JSON report)",
+                paths.len() - 100
+            );
+        }
+        let _ = writeln!(out, "\n</details>\n");
+    }
 }
 
 /// The findings table (its first `shown` rows) and what was cut to fit.

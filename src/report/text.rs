@@ -47,6 +47,7 @@ pub fn render(r: &Report) -> String {
     let _ = writeln!(out);
     findings(&mut out, r);
     not_reviewed(&mut out, r);
+    cut_by_limits(&mut out, r);
     routes(&mut out, r);
     footer(&mut out, r);
     out
@@ -188,6 +189,31 @@ fn load_line(m: &super::RouteMetrics) -> Option<String> {
         crate::config::format_duration(std::time::Duration::from_millis(bp.paused_ms))
     ));
     Some(parts.join(", "))
+}
+
+/// Files cut by limits: a line per limit with the count, then the files (escaped).
+fn cut_by_limits(out: &mut String, r: &Report) {
+    for c in &r.cuts {
+        let _ = writeln!(
+            out,
+            "{}",
+            style(format!("CUT: {}", c.message())).yellow().bold()
+        );
+        let paths: Vec<String> = r.cut_paths(c).collect();
+        for p in paths.iter().take(LIST_LIMIT) {
+            let _ = writeln!(out, "  {}", escape::inline(p));
+        }
+        if paths.len() > LIST_LIMIT {
+            let _ = writeln!(
+                out,
+                "  ... and {} more (every file is in --format json's skippedFiles and in `warden plan`)",
+                paths.len() - LIST_LIMIT
+            );
+        }
+    }
+    if !r.cuts.is_empty() {
+        let _ = writeln!(out);
+    }
 }
 
 /// The route table (a renderer's table: one row per route).

@@ -310,3 +310,87 @@ fn a_closed_stdout_or_stderr_never_panics_and_loses_no_report() {
         assert!(md.contains("warden"), "{label}: step summary: {md}");
     }
 }
+
+/// 60 changed files and `maxFiles = 10`: the 50 cut are counted and named in every
+/// format a person reads, and the review does not pass for complete there.
+#[test]
+fn files_cut_by_limits_are_counted_and_named_everywhere() {
+    let r = Review::new(60);
+    let fake = FakeProvider::start();
+    r.config(
+        &[("reviewBudget", "20s"), ("hunkBudget", "5s")],
+        &[route_cfg("m", "openai", fake.base_url(), false)],
+    );
+    let mut cfg = std::fs::read_to_string(r.config_path()).unwrap();
+    cfg = cfg.replacen(
+        "[execution]",
+        "[defaults.scan]\nmaxFiles = 10\n[execution]",
+        1,
+    );
+    std::fs::write(r.config_path(), cfg).unwrap();
+    let (code, stdout, stderr, files, summary) = review_everything(&r, &[]);
+    assert_eq!(code, 0, "the units planned were reviewed: {stderr}");
+    let file = |f: &str| files.iter().find(|(n, _)| *n == f).unwrap().1.clone();
+    let json: Value = serde_json::from_str(&file("json")).unwrap();
+    let cut: Vec<&str> = json["skippedFiles"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["reason"] == "limit:maxFiles")
+        .map(|s| s["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(cut.len(), 50, "{json}");
+    assert_valid(&crate::report_formats::report_schema(), &json);
+    assert_eq!(
+        json["cuts"],
+        json!([{"reason": "limit:maxFiles", "limit": "maxFiles", "value": 10, "files": 50}])
+    );
+    let text = file("text");
+    assert!(
+        text.contains("50 changed files not reviewed: limit maxFiles = 10"),
+        "{text}"
+    );
+    assert!(text.contains(cut[0]), "named: {text}");
+    assert!(
+        stdout.contains("CUT: 50 changed files not reviewed"),
+        "{stdout}"
+    );
+    // The comment's verdict (its first lines) says it.
+    let md = file("markdown");
+    let verdict: String = md.lines().take(2).collect::<Vec<_>>().join("\n");
+    assert!(verdict.contains("50 changed files not reviewed"), "{md}");
+    assert!(md.contains(cut[0]), "named: {md}");
+    assert!(
+        summary.contains("50 changed files not reviewed"),
+        "{summary}"
+    );
+    assert!(summary.contains(cut[0]), "named: {summary}");
+    // SARIF: a tool execution notification, and the document still validates.
+    let sarif: Value = serde_json::from_str(&file("sarif")).unwrap();
+    assert_valid(&sarif_schema(), &sarif);
+    let notes = sarif["runs"][0]["invocations"][0]["toolExecutionNotifications"]
+        .as_array()
+        .unwrap();
+    let cuts: Vec<&Value> = notes
+        .iter()
+        .filter(|n| {
+            n["message"]["text"]
+                .as_str()
+                .unwrap()
+                .contains("50 changed files not reviewed")
+        })
+        .collect();
+    assert_eq!(cuts.len(), 1, "{notes:?}");
+    // GitHub: one notice for the cut, not fifty.
+    let gh = file("github");
+    let notices: Vec<&str> = gh
+        .lines()
+        .filter(|l| l.contains("changed files not reviewed"))
+        .collect();
+    assert_eq!(notices.len(), 1, "{gh}");
+    assert!(
+        notices[0].starts_with("::notice ")
+            && notices[0].ends_with("50 changed files not reviewed: limit maxFiles = 10"),
+        "{gh}"
+    );
+}
