@@ -463,3 +463,78 @@ fn a_review_reports_the_limit_and_back_pressure_it_met() {
     assert!(answers >= 1, "{route}");
     assert_eq!(answers, n(&route["rateLimited"]), "{route}");
 }
+
+/// The fixture with files cut by two limits: three by `maxFiles`, one by `maxFileBytes`.
+fn fixture_with_cuts() -> Report {
+    let mut r = fixture();
+    let skipped = |path: &str, reason: &str, detail: &str| warden::scan::Skipped {
+        path: path.into(),
+        reason: reason.into(),
+        detail: detail.into(),
+        added: 2,
+        removed: 0,
+    };
+    for i in 0..3 {
+        r.skipped_files.push(skipped(
+            &format!("src/padding_{i}.py"),
+            "limit:maxFiles",
+            "4 more relevant files are already planned; maxFiles is 4",
+        ));
+    }
+    r.skipped_files.push(skipped(
+        "data/huge.sql",
+        "too-large:bytes",
+        "2000000 bytes > maxFileBytes 1048576",
+    ));
+    r.cuts = vec![
+        report::Cut {
+            reason: "limit:maxFiles".into(),
+            limit: "maxFiles".into(),
+            value: 4,
+            files: 3,
+        },
+        report::Cut {
+            reason: "too-large:bytes".into(),
+            limit: "maxFileBytes".into(),
+            value: 1_048_576,
+            files: 1,
+        },
+    ];
+    r
+}
+
+#[test]
+fn cuts_are_counted_and_named_in_every_format_a_person_reads() {
+    console::set_colors_enabled(false);
+    let r = fixture_with_cuts();
+    let json = serde_json::to_value(&r).unwrap();
+    assert_valid(&report_schema(), &json);
+    let sarif: serde_json::Value = serde_json::from_str(&report::sarif::render(&r)).unwrap();
+    assert_valid(&sarif_schema(), &sarif);
+    let notes = sarif["runs"][0]["invocations"][0]["toolExecutionNotifications"]
+        .as_array()
+        .unwrap();
+    let cuts: Vec<&serde_json::Value> = notes
+        .iter()
+        .filter(|n| n["descriptor"]["id"] == "warden/cut-by-limit")
+        .collect();
+    assert_eq!(cuts.len(), 2);
+    assert_eq!(
+        cuts[0]["message"]["text"],
+        "3 changed files not reviewed: limit maxFiles = 4: src/padding_0.py, src/padding_1.py, src/padding_2.py"
+    );
+    let gh = report::github::render(&r);
+    assert!(
+        gh.contains("::notice title=warden::3 changed files not reviewed: limit maxFiles = 4\n"),
+        "{gh}"
+    );
+    assert!(
+        gh.contains(
+            "::notice title=warden::1 changed file not reviewed: limit maxFileBytes = 1048576\n"
+        ),
+        "{gh}"
+    );
+    insta::assert_snapshot!("cuts_text", report::text::render(&r));
+    insta::assert_snapshot!("cuts_markdown", report::markdown::render(&r));
+    insta::assert_snapshot!("cuts_step_summary", report::summary_md::render(&r));
+}
