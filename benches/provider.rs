@@ -59,6 +59,7 @@ fn main() {
                 prices: None,
                 fleet_max_concurrency: None,
                 auto_concurrency: false,
+                max_findings_per_answer: 100,
             };
             let provider = HttpProvider::new(&route, None, Duration::from_secs(2));
             let rt = tokio::runtime::Builder::new_current_thread()

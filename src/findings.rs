@@ -29,64 +29,163 @@ pub struct ModelFinding {
     pub skill: Option<String>,
 }
 
+/// How many findings one answer may contribute unless `[execution]
+/// maxFindingsPerAnswer` says otherwise (DESIGN.md §13, "Bounds"): a provider answering
+/// 100,000 findings costs what 100 do.
+pub const DEFAULT_MAX_FINDINGS_PER_ANSWER: usize = 100;
+
 /// What was extracted from one answer.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Extracted {
-    /// The valid findings inside the chunk's lines.
+    /// The valid findings inside the chunk's lines, at most the cap.
     pub findings: Vec<ModelFinding>,
     /// Findings whose lines fall outside the chunk.
     pub dropped_out_of_range: usize,
     /// Entries that do not match the schema (missing title, unknown severity, no line).
     pub dropped_invalid: usize,
+    /// Entries after the cap was reached: counted, never read into findings.
+    pub cut: usize,
 }
 
-/// Extracts findings whose lines fall in `start..=end` (new-file numbers of the chunk).
-/// Err carries a short reason for the `bad_response` outcome.
+/// Extracts findings whose lines fall in `start..=end` (new-file numbers of the chunk),
+/// keeping at most [`DEFAULT_MAX_FINDINGS_PER_ANSWER`]. Err carries a short reason for
+/// the `bad_response` outcome.
 pub fn extract(answer: &str, start: u32, end: u32) -> Result<Extracted, String> {
-    let Some(list) = find_findings_list(answer) else {
-        let shown: String = answer.chars().take(80).collect();
-        return Err(format!(
-            "no JSON object with a `findings` list in the answer (starts with {shown:?})"
-        ));
-    };
-    let mut out = Extracted::default();
-    for item in list {
-        match validate(&item) {
-            None => out.dropped_invalid += 1,
-            Some(f) if f.line < start || f.line > end => out.dropped_out_of_range += 1,
-            Some(mut f) => {
-                f.end_line = f.end_line.clamp(f.line, end);
-                out.findings.push(f);
+    extract_capped(answer, start, end, DEFAULT_MAX_FINDINGS_PER_ANSWER)
+}
+
+/// [`extract`] keeping at most `cap` findings. The list is read one entry at a time (no
+/// tree of the whole answer is built): each entry is checked and dropped or kept until
+/// `cap` are kept, and every later entry is skipped over and counted in `cut`. Time is
+/// linear in the answer and memory is the kept findings plus one entry.
+pub fn extract_capped(answer: &str, start: u32, end: u32, cap: usize) -> Result<Extracted, String> {
+    let range = Range { start, end, cap };
+    // The first `{` that starts an object with a `findings` list; prose or fences around
+    // it are skipped. Each try starts from nothing, so a broken object leaves no trace.
+    for (i, _) in answer.match_indices('{') {
+        let mut out = Extracted::default();
+        let mut de = serde_json::Deserializer::from_str(&answer[i..]);
+        if let Ok(true) = serde::de::DeserializeSeed::deserialize(
+            Object {
+                range,
+                out: &mut out,
+            },
+            &mut de,
+        ) {
+            return Ok(out);
+        }
+    }
+    let shown: String = answer.chars().take(80).collect();
+    Err(format!(
+        "no JSON object with a `findings` list in the answer (starts with {shown:?})"
+    ))
+}
+
+#[derive(Clone, Copy)]
+struct Range {
+    start: u32,
+    end: u32,
+    cap: usize,
+}
+
+/// An object: true when it holds a `findings` list (read into `out`), false when not.
+struct Object<'a> {
+    range: Range,
+    out: &'a mut Extracted,
+}
+
+impl<'de> serde::de::DeserializeSeed<'de> for Object<'_> {
+    type Value = bool;
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<bool, D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for Object<'_> {
+    type Value = bool;
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("an object with a `findings` list")
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<bool, A::Error> {
+        let mut found = false;
+        while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+            if key == "findings" && !found {
+                found = map.next_value_seed(List {
+                    range: self.range,
+                    out: &mut *self.out,
+                })?;
+            } else {
+                map.next_value::<serde::de::IgnoredAny>()?;
             }
         }
+        Ok(found)
     }
-    Ok(out)
 }
 
-/// The first JSON object in `text` that has a `findings` array.
-fn find_findings_list(text: &str) -> Option<Vec<Value>> {
-    let take = |v: Value| match v {
-        Value::Object(mut m) => match m.remove("findings") {
-            Some(Value::Array(a)) => Some(a),
-            _ => None,
-        },
-        _ => None,
-    };
-    if let Ok(v) = serde_json::from_str::<Value>(text.trim())
-        && let Some(list) = take(v)
-    {
-        return Some(list);
+/// The `findings` value: a list read entry by entry (true), or anything else (false).
+struct List<'a> {
+    range: Range,
+    out: &'a mut Extracted,
+}
+
+impl<'de> serde::de::DeserializeSeed<'de> for List<'_> {
+    type Value = bool;
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<bool, D::Error> {
+        d.deserialize_any(self)
     }
-    // Prose or fences around it: try each `{` as the start of an object.
-    for (i, _) in text.match_indices('{') {
-        let mut de = serde_json::Deserializer::from_str(&text[i..]).into_iter::<Value>();
-        if let Some(Ok(v)) = de.next()
-            && let Some(list) = take(v)
-        {
-            return Some(list);
+}
+
+impl<'de> serde::de::Visitor<'de> for List<'_> {
+    type Value = bool;
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a list of findings")
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<bool, A::Error> {
+        let Range { start, end, cap } = self.range;
+        let out = self.out;
+        while out.findings.len() < cap {
+            let Some(item) = seq.next_element::<Value>()? else {
+                return Ok(true);
+            };
+            match validate(&item) {
+                None => out.dropped_invalid += 1,
+                Some(f) if f.line < start || f.line > end => out.dropped_out_of_range += 1,
+                Some(mut f) => {
+                    f.end_line = f.end_line.clamp(f.line, end);
+                    out.findings.push(f);
+                }
+            }
         }
+        while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {
+            out.cut += 1;
+        }
+        Ok(true)
     }
-    None
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<bool, A::Error> {
+        while map
+            .next_entry::<serde::de::IgnoredAny, serde::de::IgnoredAny>()?
+            .is_some()
+        {}
+        Ok(false)
+    }
+    fn visit_unit<E>(self) -> Result<bool, E> {
+        Ok(false)
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<bool, E> {
+        Ok(false)
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<bool, E> {
+        Ok(false)
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<bool, E> {
+        Ok(false)
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<bool, E> {
+        Ok(false)
+    }
+    fn visit_str<E>(self, _: &str) -> Result<bool, E> {
+        Ok(false)
+    }
 }
 
 fn validate(v: &Value) -> Option<ModelFinding> {
@@ -166,6 +265,50 @@ mod tests {
         assert_eq!(e.findings.len(), 1);
         assert_eq!(e.findings[0].end_line, 10);
         assert_eq!((e.dropped_out_of_range, e.dropped_invalid), (1, 2));
+    }
+
+    fn flood(n: usize) -> String {
+        let one = r#"{"severity": "low", "title": "t", "line": 5}"#;
+        format!("{{\"findings\": [{}]}}", vec![one; n].join(","))
+    }
+
+    #[test]
+    fn a_flood_keeps_the_cap_and_counts_the_rest() {
+        let e = extract(&flood(100_000), 1, 10).unwrap();
+        assert_eq!(e.findings.len(), DEFAULT_MAX_FINDINGS_PER_ANSWER);
+        assert_eq!(e.cut, 100_000 - DEFAULT_MAX_FINDINGS_PER_ANSWER);
+        let e = extract_capped(&flood(7), 1, 10, 3).unwrap();
+        assert_eq!((e.findings.len(), e.cut), (3, 4));
+        let e = extract_capped(&flood(3), 1, 10, 3).unwrap();
+        assert_eq!((e.findings.len(), e.cut), (3, 0));
+    }
+
+    #[test]
+    fn dropped_entries_do_not_fill_the_cap() {
+        let a = r#"{"findings": [
+            {"severity": "low", "title": "outside", "line": 50},
+            {"severity": "urgent", "title": "bad", "line": 5},
+            {"severity": "low", "title": "a", "line": 5},
+            {"severity": "low", "title": "b", "line": 6},
+            {"severity": "low", "title": "c", "line": 7}
+        ], "note": {"findings": 1}}"#;
+        let e = extract_capped(a, 1, 10, 2).unwrap();
+        let titles: Vec<_> = e.findings.iter().map(|f| f.title.as_str()).collect();
+        assert_eq!(titles, ["a", "b"]);
+        assert_eq!(
+            (e.dropped_out_of_range, e.dropped_invalid, e.cut),
+            (1, 1, 1)
+        );
+    }
+
+    #[test]
+    fn the_first_object_with_a_list_wins_and_a_broken_one_leaves_no_trace() {
+        // The first object's list is cut short: nothing of it is kept.
+        let a = r#"{"findings": [{"severity": "low", "title": "lost", "line": 5}, 
+            then {"findings": null} and {"x": 1, "findings": [{"severity": "high", "title": "kept", "line": 6}]}"#;
+        let e = extract(a, 1, 10).unwrap();
+        assert_eq!(e.findings.len(), 1);
+        assert_eq!(e.findings[0].title, "kept");
     }
 
     #[test]

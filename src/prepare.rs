@@ -137,7 +137,12 @@ pub fn prepare(sel: &Selection) -> Result<Prepared> {
     };
     let vcs = Vcs::discover(Some(&repo), head, &env_var);
     finish(loaded, sel, vcs, |settings, active| {
-        let selection = diff::git::select(&repo, &sel.target, settings.default_branch.as_deref())?;
+        let selection = diff::git::select_capped(
+            &repo,
+            &sel.target,
+            settings.default_branch.as_deref(),
+            settings.scan.max_file_bytes,
+        )?;
         Ok(plan::build(
             &selection.diff,
             &selection.content,

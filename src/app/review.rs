@@ -97,6 +97,7 @@ pub(super) fn review_cmd(args: &ReviewArgs) -> Result<i32> {
         signals.listen();
         review::run(input, sink, signals.token.clone()).await
     });
+    signals.writing();
     progress.finish();
     telemetry.finish();
     outputs.write(&report)?;

@@ -284,6 +284,7 @@ impl ReviewCache {
             moves: Vec::new(),
             findings,
             dropped_findings: a.dropped,
+            findings_cut: 0,
             from_cache: Some(FromCache {
                 cached_at: a.cached_at,
                 model: a.model.clone(),

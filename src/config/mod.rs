@@ -12,6 +12,7 @@ mod route_settings;
 mod routes;
 mod settings;
 mod skills;
+pub mod url;
 
 pub use overrides::{Overrides, SIM_SCALE};
 pub use policy::Thresholds;
@@ -108,7 +109,7 @@ pub fn load(explicit: Option<&Path>, discovery_root: Option<&Path>) -> Result<Se
         }
         (None, None) => return Ok(Settings::default()),
     };
-    let bytes = std::fs::read(&path).map_err(|e| Error::io(&path, e))?;
+    let bytes = read_capped(&path)?;
     let src = String::from_utf8(bytes).map_err(|e| Error::ConfigFile {
         path: path.clone(),
         message: format!(
@@ -117,6 +118,41 @@ pub fn load(explicit: Option<&Path>, discovery_root: Option<&Path>) -> Result<Se
         ),
     })?;
     parse_str(&src, &path)
+}
+
+/// The largest `warden.toml` warden reads (DESIGN.md §13): a config is a page of
+/// settings; past this it is an attack or a mistake, refused before it is read.
+pub const MAX_CONFIG_BYTES: u64 = 1024 * 1024;
+
+/// The message for a config of `size` bytes, over [`MAX_CONFIG_BYTES`].
+pub fn config_too_big(size: u64) -> String {
+    format!(
+        "is {size} bytes, over the {} MiB cap for a config file: a config is a page of settings; shorten it",
+        MAX_CONFIG_BYTES / (1024 * 1024)
+    )
+}
+
+/// Reads the config file after checking its size from its metadata (and stops at the cap
+/// should it grow while read).
+fn read_capped(path: &Path) -> Result<Vec<u8>> {
+    use std::io::Read;
+    let over = |size: u64| Error::ConfigFile {
+        path: path.to_path_buf(),
+        message: config_too_big(size),
+    };
+    let meta = std::fs::metadata(path).map_err(|e| Error::io(path, e))?;
+    if meta.len() > MAX_CONFIG_BYTES {
+        return Err(over(meta.len()));
+    }
+    let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    file.take(MAX_CONFIG_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| Error::io(path, e))?;
+    if bytes.len() as u64 > MAX_CONFIG_BYTES {
+        return Err(over(bytes.len() as u64));
+    }
+    Ok(bytes)
 }
 
 /// Where the files a config names (a route's `caCert`) are read from when their path is
@@ -156,14 +192,46 @@ pub fn parse_str_beside(src: &str, path: &Path, beside: &Beside) -> Result<Setti
         serde_ignored::deserialize(de, |key| ignored.push(key_name(&key.to_string())))
             .map_err(to_err)?;
     let mut settings = resolve::resolve(raw, &ctx)?;
-    let mut warnings: Vec<String> = ignored
-        .iter()
-        .map(|k| resolve::ignored_key_warning(k))
-        .collect();
+    let mut warnings = ignored_key_warnings(ignored);
     warnings.append(&mut settings.warnings);
     warnings.dedup();
     settings.warnings = warnings;
     Ok(settings)
+}
+
+/// Warnings of one kind shown before the rest are counted in one line (DESIGN.md §13):
+/// 200,000 unknown keys are ten lines and a count, not 200,000 lines.
+pub const MAX_WARNINGS_PER_KIND: usize = 10;
+
+/// One warning per ignored key name (each name once), at most [`MAX_WARNINGS_PER_KIND`]
+/// of each kind (unknown keys, Warden-only keys), then a line with how many more.
+fn ignored_key_warnings(ignored: Vec<String>) -> Vec<String> {
+    let mut seen = std::collections::HashSet::new();
+    let (mut unknown, mut warden_only) = (Vec::new(), Vec::new());
+    for key in ignored {
+        if !seen.insert(key.clone()) {
+            continue;
+        }
+        let line = resolve::ignored_key_warning(&key);
+        if line.starts_with("unknown key") {
+            unknown.push(line);
+        } else {
+            warden_only.push(line);
+        }
+    }
+    let mut out = capped(unknown, "unknown keys");
+    out.extend(capped(warden_only, "Warden settings warden does not use"));
+    out
+}
+
+/// `lines` cut to [`MAX_WARNINGS_PER_KIND`], with "… and N more KIND" when cut.
+fn capped(mut lines: Vec<String>, kind: &str) -> Vec<String> {
+    if lines.len() > MAX_WARNINGS_PER_KIND {
+        let more = lines.len() - MAX_WARNINGS_PER_KIND;
+        lines.truncate(MAX_WARNINGS_PER_KIND);
+        lines.push(format!("… and {more} more {kind} (ignored; not listed)"));
+    }
+    lines
 }
 
 /// serde_ignored's path without its `?` (option) and array-index segments:
@@ -309,6 +377,27 @@ maxConcurrency = 2
             "{:?}",
             s.warnings
         );
+    }
+
+    #[test]
+    fn unknown_keys_are_capped_with_a_count() {
+        let mut src = String::from("version = 1\n");
+        for i in 0..5000 {
+            src.push_str(&format!("junk{i} = 1\n"));
+        }
+        src.push_str("[defaults]\nmaxTurns = 3\n");
+        let s = parse(&src).unwrap();
+        assert_eq!(
+            s.warnings.len(),
+            MAX_WARNINGS_PER_KIND + 2,
+            "{:?}",
+            s.warnings
+        );
+        assert!(
+            s.warnings
+                .contains(&"… and 4990 more unknown keys (ignored; not listed)".to_string())
+        );
+        assert!(s.warnings.iter().any(|w| w.contains("`defaults.maxTurns`")));
     }
 
     #[test]

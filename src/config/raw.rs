@@ -186,6 +186,7 @@ pub(crate) struct RawExecution {
     pub max_attempts: Option<S<u32>>,
     pub routing: Option<S<String>>,
     pub cost_budget: Option<S<f64>>,
+    pub max_findings_per_answer: Option<S<u32>>,
     #[serde(default)]
     pub breaker: RawBreaker,
 }

@@ -195,6 +195,12 @@ pub(super) fn resolve(raw: RawConfig, ctx: &Ctx) -> Result<Settings, Error> {
     s.skills = skills.entries;
     s.inline_skills = skills.inline;
     s.triggers = resolve_triggers(&raw.triggers, ctx, &mut s.warnings)?;
+    if let Some(v) = &raw.execution.max_findings_per_answer {
+        let n = max_findings_per_answer(v, ctx)?;
+        for r in &mut s.routes {
+            r.max_findings_per_answer = n;
+        }
+    }
     Ok(s)
 }
 
@@ -322,6 +328,19 @@ fn resolve_chunking(ch: &RawChunking, ctx: &Ctx) -> Result<Chunking, Error> {
         chunking.max_context_files = c as usize;
     }
     Ok(chunking)
+}
+
+/// The most findings one answer may keep: 1 to 10,000 (a cap past that bounds nothing a
+/// report can show).
+fn max_findings_per_answer(v: &S<u32>, ctx: &Ctx) -> Result<usize, Error> {
+    const MAX: u32 = 10_000;
+    match *v.get_ref() {
+        n @ 1..=MAX => Ok(n as usize),
+        n => Err(ctx.err(
+            v,
+            format!("execution.maxFindingsPerAnswer: {n} is not a cap: write a whole number from 1 to {MAX} (the default is {})", crate::findings::DEFAULT_MAX_FINDINGS_PER_ANSWER),
+        )),
+    }
 }
 
 fn resolve_execution(e: &RawExecution, ctx: &Ctx) -> Result<Execution, Error> {

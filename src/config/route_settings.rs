@@ -53,6 +53,9 @@ pub struct Route {
     pub prices: Option<Prices>,
     /// `fleetMaxConcurrency`: attempts in flight across every process of the fleet.
     pub fleet_max_concurrency: Option<usize>,
+    /// `[execution] maxFindingsPerAnswer`: findings kept from one of its answers; the
+    /// rest are counted as cut (DESIGN.md §13).
+    pub max_findings_per_answer: usize,
 }
 
 /// A route's prices, USD per million tokens.
@@ -153,6 +156,7 @@ impl Route {
             spill: true,
             prices: None,
             fleet_max_concurrency: None,
+            max_findings_per_answer: crate::findings::DEFAULT_MAX_FINDINGS_PER_ANSWER,
         }
     }
 

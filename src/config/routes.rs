@@ -124,25 +124,51 @@ fn max_concurrency(v: &S<toml::Value>, route: &str, ctx: &Ctx) -> Result<(usize,
 }
 
 /// A `baseUrl` must be an http(s) URL that parses (a space in it is an error here, not a
-/// panic when the first request is built).
+/// panic when the first request is built). Credentials in it (`user:pw@`) are refused
+/// without being echoed: the key comes from `apiKeyEnv`, and userinfo would send a second
+/// Authorization header. A query string or fragment is refused too: warden appends the
+/// endpoint's path, which would splice it into the path (DESIGN.md §13, "Bounds").
 fn base_url(u: &S<String>, route: &str, ctx: &Ctx) -> Result<String, Error> {
     let url = u.get_ref().trim();
+    let shown = super::url::shown(url);
+    let example = "write it like \"http://127.0.0.1:4000/v1\"";
     if !(url.starts_with("http://") || url.starts_with("https://")) {
         return Err(ctx.err(
             u,
-            format!("route `{route}`: baseUrl `{url}` must start with http:// or https://"),
+            format!("route `{route}`: baseUrl `{shown}` must start with http:// or https://"),
+        ));
+    }
+    if shown != url {
+        return Err(ctx.err(
+            u,
+            format!("route `{route}`: baseUrl must not hold a user name or password (`{shown}`): remove them and give the key through apiKeyEnv"),
         ));
     }
     let parsed = reqwest::Url::parse(url).map_err(|e| {
         ctx.err(
             u,
-            format!("route `{route}`: baseUrl `{url}` is not a valid URL ({e}): write it like \"http://127.0.0.1:4000/v1\""),
+            format!("route `{route}`: baseUrl `{shown}` is not a valid URL ({e}): {example}"),
         )
     })?;
     if parsed.host_str().is_none_or(str::is_empty) || url.contains(char::is_whitespace) {
         return Err(ctx.err(
             u,
-            format!("route `{route}`: baseUrl `{url}` is not a valid URL (no host, or white space in it): write it like \"http://127.0.0.1:4000/v1\""),
+            format!("route `{route}`: baseUrl `{shown}` is not a valid URL (no host, or white space in it): {example}"),
+        ));
+    }
+    if !parsed.username().is_empty() || parsed.password().is_some() {
+        return Err(ctx.err(
+            u,
+            format!("route `{route}`: baseUrl must not hold a user name or password: remove them and give the key through apiKeyEnv"),
+        ));
+    }
+    if parsed.query().is_some() || parsed.fragment().is_some() {
+        return Err(ctx.err(
+            u,
+            format!(
+                "route `{route}`: baseUrl `{}` must not have a query string or fragment (`?…`, `#…`; not shown): warden appends the endpoint's path to it; give the key through apiKeyEnv",
+                shown.split(['?', '#']).next().unwrap_or("")
+            ),
         ));
     }
     Ok(url.trim_end_matches('/').to_string())

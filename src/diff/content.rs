@@ -8,6 +8,13 @@ pub trait ContentSource {
     /// The new-side bytes of `file`, or None when there is no new side to read
     /// (deleted file, patch input, submodule).
     fn new_side(&self, file: &FileChange) -> Option<Vec<u8>>;
+
+    /// The new side's size in bytes, known without reading it (file metadata, the object
+    /// database's header), so that a file over a size cap costs its size check only
+    /// (DESIGN.md §13). None when unknown: the caller reads and measures.
+    fn new_side_size(&self, _file: &FileChange) -> Option<u64> {
+        None
+    }
 }
 
 /// Patch input: only the diff text itself is known.

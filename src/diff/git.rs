@@ -79,7 +79,23 @@ impl ContentSource for GitContent<'_> {
         let blob = self.repo.find_blob(*oid).ok()?;
         Some(blob.content().to_vec())
     }
+
+    fn new_side_size(&self, file: &FileChange) -> Option<u64> {
+        if file.status == ChangeStatus::Deleted || file.submodule {
+            return None;
+        }
+        if let Some(root) = &self.workdir {
+            let meta = std::fs::symlink_metadata(root.join(file.path.to_path())).ok()?;
+            return Some(meta.len());
+        }
+        let oid = self.blobs.get(&file.path)?;
+        let (size, _) = self.repo.odb().ok()?.read_header(*oid).ok()?;
+        Some(size as u64)
+    }
 }
+
+/// Files git's diff leaves unread when not told otherwise: libgit2's own default.
+const UNCAPPED: u64 = 512 * 1024 * 1024;
 
 /// Resolves `target` (not [`Target::Patch`]) in `repo` and reads the diff.
 pub fn select<'r>(
@@ -87,8 +103,22 @@ pub fn select<'r>(
     target: &Target,
     default_branch: Option<&str>,
 ) -> Result<Selection<'r>> {
+    select_capped(repo, target, default_branch, UNCAPPED)
+}
+
+/// [`select`], with files over `max_file_bytes` (on either side) left unread by the diff:
+/// libgit2 takes their size from the file's metadata or the object's header and marks
+/// them binary without loading them, and scan names them too large from
+/// [`ContentSource::new_side_size`]. A 200 MB file costs its size check.
+pub fn select_capped<'r>(
+    repo: &'r Repository,
+    target: &Target,
+    default_branch: Option<&str>,
+    max_file_bytes: u64,
+) -> Result<Selection<'r>> {
     let mut opts = DiffOptions::new();
-    opts.context_lines(3)
+    opts.max_size(i64::try_from(max_file_bytes).unwrap_or(i64::MAX))
+        .context_lines(3)
         .include_typechange(true)
         .ignore_submodules(false);
     let (diff, description, workdir) = match target {

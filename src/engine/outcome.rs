@@ -121,6 +121,8 @@ pub struct UnitResult {
     pub findings: Vec<ModelFinding>,
     /// Findings the answer had that were out of range or invalid.
     pub dropped_findings: usize,
+    /// Findings past the route's `maxFindingsPerAnswer`, counted unread.
+    pub findings_cut: usize,
     /// Set when the result is an earlier run's answer from the result cache (no request).
     pub from_cache: Option<FromCache>,
 }

@@ -194,6 +194,7 @@ impl<'w> UnitRun<'w> {
                 moves: Vec::new(),
                 findings: Vec::new(),
                 dropped_findings: 0,
+                findings_cut: 0,
                 from_cache: None,
             },
             hunk_end: None,
@@ -258,6 +259,7 @@ impl<'w> UnitRun<'w> {
     pub(super) fn reviewed(mut self, sh: &Shared, route: &str, ex: Extracted) {
         self.result.findings = ex.findings;
         self.result.dropped_findings = ex.dropped_out_of_range + ex.dropped_invalid;
+        self.result.findings_cut = ex.cut;
         self.result.route = Some(route.to_string());
         self.finish(
             sh,

@@ -11,6 +11,23 @@ use super::classify::{self, Failure};
 use super::sse::{SseItem, size};
 use tokio::time::{Instant, timeout_at};
 
+/// The URL of `path` (`chat/completions`, `messages`) under a route's base. Built from the
+/// parsed URL: a query stays a query (never spliced into the path), and any userinfo is
+/// dropped so that the key header is the request's only credential (config refuses both
+/// at load; this holds for routes built in code too).
+pub(crate) fn endpoint(base: &str, path: &str) -> Result<reqwest::Url, String> {
+    let mut url = reqwest::Url::parse(base.trim())
+        .map_err(|e| format!("baseUrl is not a valid URL ({e})"))?;
+    let _ = url.set_username("");
+    let _ = url.set_password(None);
+    url.set_fragment(None);
+    url.path_segments_mut()
+        .map_err(|()| "baseUrl cannot take a path".to_string())?
+        .pop_if_empty()
+        .extend(path.split('/'));
+    Ok(url)
+}
+
 /// Error bodies are read up to this size.
 const MAX_ERROR_BODY: usize = 64 * 1024;
 
@@ -307,4 +324,25 @@ pub(crate) fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
         cur = next;
     }
     cur.to_string()
+}
+
+#[cfg(test)]
+mod endpoint_tests {
+    use super::endpoint;
+
+    #[test]
+    fn the_path_goes_into_the_path_and_a_query_stays_a_query() {
+        let u = |b: &str| endpoint(b, "chat/completions").unwrap().to_string();
+        assert_eq!(
+            u("http://127.0.0.1:9/v1"),
+            "http://127.0.0.1:9/v1/chat/completions"
+        );
+        assert_eq!(
+            u("http://127.0.0.1:9/v1/"),
+            "http://127.0.0.1:9/v1/chat/completions"
+        );
+        assert_eq!(u("http://h/v1?key=X"), "http://h/v1/chat/completions?key=X");
+        assert_eq!(u("http://user:pw@h/v1#f"), "http://h/v1/chat/completions");
+        assert_eq!(u("http://127.1:9"), "http://127.0.0.1:9/chat/completions");
+    }
 }

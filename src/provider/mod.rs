@@ -108,7 +108,7 @@ pub fn build(route: &Route, connect_timeout: Duration) -> Result<Arc<dyn Provide
 /// OpenAI-compatible and Anthropic routes over HTTP.
 pub struct HttpProvider {
     route: Route,
-    url: String,
+    url: reqwest::Url,
     key: Option<ApiKey>,
     client: reqwest::Client,
     caps: ResponseCaps,
@@ -150,7 +150,7 @@ impl HttpProvider {
             "chat/completions"
         };
         Ok(HttpProvider {
-            url: format!("{}/{path}", base.trim_end_matches('/')),
+            url: http::endpoint(&base, path)?,
             client: tls::client(route, &base, connect_timeout)?,
             route: route.clone(),
             key,
@@ -178,7 +178,7 @@ impl HttpProvider {
         if litellm {
             litellm::adapt_body(&mut body, deadline);
         }
-        let mut req = self.client.post(&self.url).json(&body);
+        let mut req = self.client.post(self.url.clone()).json(&body);
         if litellm {
             for (name, value) in litellm::headers(deadline) {
                 req = req.header(name, value);
@@ -190,6 +190,7 @@ impl HttpProvider {
         if anthropic {
             req = req.header("anthropic-version", anthropic::VERSION);
         }
+        let mut key_header = None;
         if let Some(k) = &self.key {
             let (name, value) = if anthropic {
                 ("x-api-key", k.expose().to_string())
@@ -199,9 +200,14 @@ impl HttpProvider {
             let mut v = reqwest::header::HeaderValue::from_str(&value)
                 .unwrap_or_else(|_| reqwest::header::HeaderValue::from_static("invalid-key"));
             v.set_sensitive(true);
-            req = req.header(name, v);
+            key_header = Some((name, v));
         }
-        req.build().expect("request parts are valid")
+        let mut built = req.build().expect("request parts are valid");
+        // Inserted, not appended: exactly one credential header per request.
+        if let Some((name, v)) = key_header {
+            built.headers_mut().insert(name, v);
+        }
+        built
     }
 
     async fn run(&self, req: &AttemptRequest) -> Attempt {
@@ -253,7 +259,8 @@ impl HttpProvider {
                 answer.finish_reason.as_deref(),
                 Some("length" | "max_tokens")
             );
-            findings::extract(&answer.text, req.lines.0, req.lines.1).map_err(|why| {
+            let cap = self.route.max_findings_per_answer;
+            findings::extract_capped(&answer.text, req.lines.0, req.lines.1, cap).map_err(|why| {
                 let why = if cut {
                     format!("answer cut off at max_tokens; {why}")
                 } else {

@@ -89,7 +89,9 @@ pub(crate) fn client(
         check_env_roots()?;
         builder = builder.use_preconfigured_tls(tls_config(route)?);
     }
-    if super::secret::is_loopback(base) {
+    // Loopback never goes through a proxy: the request, key included, stays on this
+    // machine (decided from the parsed URL, so `127.1` and `LOCALHOST.` count).
+    if crate::config::url::is_loopback_str(base) {
         builder = builder.no_proxy();
     }
     builder.build().map_err(|e| super::http::root_cause(&e))

@@ -50,6 +50,7 @@ pub fn build(
                     .is_some_and(|c| c.level == CacheLevel::Shared),
             );
             summary.findings_dropped += result.dropped_findings;
+            summary.findings_cut += result.findings_cut;
             unit_report(plan, unit, result, &mut judge)
         })
         .collect();
@@ -223,6 +224,7 @@ fn unit_report(plan: &Plan, unit: &Unit, result: &UnitResult, judge: &mut Judge)
         routes_tried: result.routes_tried.clone(),
         attempts: result.attempts.iter().map(AttemptReport::from).collect(),
         findings,
+        findings_cut: result.findings_cut,
     }
 }
 

@@ -95,6 +95,7 @@ mod tests {
             routes_tried: vec![],
             attempts: vec![],
             findings,
+            findings_cut: 0,
         }
     }
 

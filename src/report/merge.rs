@@ -113,6 +113,7 @@ fn join(whole: Shard, reports: Vec<Report>) -> Report {
     let mut summary = Summary {
         units: whole.plan_units,
         findings_dropped: reports.iter().map(|r| r.summary.findings_dropped).sum(),
+        findings_cut: reports.iter().map(|r| r.summary.findings_cut).sum(),
         ..Summary::default()
     };
     for u in &units {

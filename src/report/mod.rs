@@ -158,6 +158,9 @@ pub struct Summary {
     /// Findings the model returned that were dropped (outside the chunk, invalid) or
     /// filtered (below minConfidence or reportOn, over maxFindings).
     pub findings_dropped: usize,
+    /// Findings past `maxFindingsPerAnswer` in the answers, counted unread.
+    #[serde(default)]
+    pub findings_cut: usize,
     /// What the review's attempts cost, USD (every route and pass; attempts whose cost is
     /// unknown count as nothing).
     #[serde(default)]
@@ -233,6 +236,13 @@ pub struct UnitReport {
     pub attempts: Vec<AttemptReport>,
     /// Its findings (after thresholds).
     pub findings: Vec<Finding>,
+    /// Findings its answer had past `maxFindingsPerAnswer`, counted unread.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub findings_cut: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 /// Where a unit's result came from.

@@ -314,6 +314,13 @@ fn footer(out: &mut String, r: &Report) {
             s.from_cache, s.units
         );
     }
+    if s.findings_cut > 0 {
+        let _ = writeln!(
+            out,
+            "{} findings cut: answers past maxFindingsPerAnswer (counted, not read)",
+            s.findings_cut
+        );
+    }
     let outcome = match r.outcome {
         ReviewOutcome::Complete => style(r.outcome.label()).green().bold(),
         ReviewOutcome::Partial => style(r.outcome.label()).yellow().bold(),

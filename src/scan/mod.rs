@@ -98,7 +98,15 @@ fn decide<'d>(
     settings: &Settings,
     skills: &[ActiveSkill],
 ) -> Decision<'d> {
-    if let Some((reason, detail)) = nothing_to_review(file) {
+    // Known before any content is read (DESIGN.md §13): a file over maxFileBytes is
+    // skipped on its size, and one git's diff left unread for its size is too large
+    // rather than binary.
+    let size = content.new_side_size(file);
+    let max = settings.scan.max_file_bytes;
+    let oversized = size.filter(|s| *s > max);
+    if let Some((reason, detail)) = nothing_to_review(file)
+        && !(reason == "binary" && oversized.is_some())
+    {
         return Err(skip(reason, detail));
     }
     let path = file.path.to_path();
@@ -115,6 +123,10 @@ fn decide<'d>(
             "no-skill",
             "no selected skill's paths/ignorePaths admit this file".into(),
         ));
+    }
+    if let Some(size) = oversized {
+        let detail = format!("{size} bytes > maxFileBytes {max} (size checked; not read)");
+        return Err(skip("too-large:bytes", detail));
     }
     let bytes = content.new_side(file);
     if let Some((reason, detail)) = too_large(file, bytes.as_deref(), &settings.scan) {

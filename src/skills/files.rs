@@ -54,8 +54,65 @@ impl SkillFiles for WorkTree<'_> {
             }
             return Ok(None);
         }
-        std::fs::read_to_string(&full)
-            .map(Some)
-            .map_err(|e| Error::io(&full, e))
+        inside(self.0, path, &full)?;
+        read_capped(&full, Path::new(path))
     }
+}
+
+/// A skill file reached through a symlink that leaves the repository is refused, as a
+/// review of a commit refuses it: its text would go to the model as instructions.
+fn inside(root: &Path, path: &str, full: &Path) -> Result<()> {
+    let (Ok(root), Ok(target)) = (root.canonicalize(), full.canonicalize()) else {
+        return Ok(());
+    };
+    if target.starts_with(&root) {
+        return Ok(());
+    }
+    Err(Error::Skill {
+        path: PathBuf::from(path),
+        message: format!(
+            "is reached through a symlink to {}, outside the repository: warden does not send files from outside the repository to the model; copy the skill into the repository or remove the link",
+            target.display()
+        ),
+    })
+}
+
+/// Reads a skill file after checking its size: one over [`MAX_SKILL_BYTES`] is an error
+/// before any of it is read (and a file that grows while read stops at the cap).
+fn read_capped(full: &Path, shown: &Path) -> Result<Option<String>> {
+    use std::io::Read;
+    let over = |size: u64| Error::Skill {
+        path: shown.to_path_buf(),
+        message: too_big(size),
+    };
+    let meta = std::fs::metadata(full).map_err(|e| Error::io(full, e))?;
+    if meta.len() > MAX_SKILL_BYTES {
+        return Err(over(meta.len()));
+    }
+    let file = std::fs::File::open(full).map_err(|e| Error::io(full, e))?;
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    file.take(MAX_SKILL_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| Error::io(full, e))?;
+    if bytes.len() as u64 > MAX_SKILL_BYTES {
+        return Err(over(bytes.len() as u64));
+    }
+    String::from_utf8(bytes)
+        .map(Some)
+        .map_err(|_| Error::Skill {
+            path: shown.to_path_buf(),
+            message: "not UTF-8 text: save the file as UTF-8".into(),
+        })
+}
+
+/// The largest skill file warden reads (DESIGN.md §13): a prompt past it would cost more
+/// than any review should spend on instructions.
+pub const MAX_SKILL_BYTES: u64 = 256 * 1024;
+
+/// The message for a skill file of `size` bytes, over [`MAX_SKILL_BYTES`].
+pub(crate) fn too_big(size: u64) -> String {
+    format!(
+        "is {size} bytes, over the {} KiB cap for a skill file: shorten it (the prompt is sent with every request)",
+        MAX_SKILL_BYTES / 1024
+    )
 }

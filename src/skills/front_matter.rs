@@ -33,6 +33,7 @@ pub fn parse(text: &str) -> Result<Parsed, String> {
         );
     }
     let body: String = lines.collect();
+    check_events(&yaml)?;
     let docs = yaml_rust2::YamlLoader::load_from_str(&yaml).map_err(|e| {
         format!(
             "front matter is not valid YAML (line {} of the file): {}",
@@ -87,6 +88,56 @@ pub fn parse(text: &str) -> Result<Parsed, String> {
     })
 }
 
+/// Nodes front matter may hold: a few fields need a few dozen.
+const MAX_NODES: usize = 10_000;
+/// How deep lists and maps may nest.
+const MAX_DEPTH: usize = 64;
+
+/// Reads the YAML's events before it is loaded: an alias (`*name`) is refused, since
+/// loading copies the anchored node at every alias and a ~500-byte alias bomb grows to
+/// gigabytes; the node count and the nesting depth are bounded too. After this check,
+/// loading costs what the text does (DESIGN.md §13, "Bounds").
+fn check_events(yaml: &str) -> Result<(), String> {
+    use yaml_rust2::parser::{Event, Parser};
+    let mut parser = Parser::new_from_str(yaml);
+    let (mut nodes, mut depth) = (0usize, 0usize);
+    loop {
+        let (event, mark) = parser.next_token().map_err(|e| {
+            format!(
+                "front matter is not valid YAML (line {} of the file): {}",
+                e.marker().line() + 1,
+                e.info()
+            )
+        })?;
+        let line = mark.line() + 1;
+        match event {
+            Event::StreamEnd => return Ok(()),
+            Event::Alias(_) => {
+                return Err(format!(
+                    "front matter uses a YAML alias (`*name`, line {line} of the file): warden does not expand aliases; write the value out"
+                ));
+            }
+            Event::SequenceStart(..) | Event::MappingStart(..) => {
+                depth += 1;
+                nodes += 1;
+                if depth > MAX_DEPTH {
+                    return Err(format!(
+                        "front matter nests deeper than {MAX_DEPTH} levels (line {line} of the file): write the fields as `key: value` lines"
+                    ));
+                }
+            }
+            Event::SequenceEnd | Event::MappingEnd => depth = depth.saturating_sub(1),
+            Event::Scalar(..) => nodes += 1,
+            _ => {}
+        }
+        if nodes > MAX_NODES {
+            return Err(format!(
+                "front matter has more than {MAX_NODES} YAML nodes (line {line} of the file): it needs `name:`, `description:` and perhaps `allowed-tools:`"
+            ));
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -131,5 +182,31 @@ mod tests {
                 .unwrap_err()
                 .contains("not valid YAML")
         );
+    }
+
+    #[test]
+    fn an_alias_bomb_is_refused_before_it_grows() {
+        let mut yaml = String::from("---\na: &a [x, x, x, x, x, x, x, x, x, x]\n");
+        for (i, prev) in ('b'..='j').zip('a'..='i') {
+            yaml.push_str(&format!("{i}: &{i} [*{prev}, *{prev}, *{prev}, *{prev}, *{prev}, *{prev}, *{prev}, *{prev}, *{prev}, *{prev}]\n"));
+        }
+        yaml.push_str("name: boom\n---\nbody\n");
+        assert!(yaml.len() < 1000);
+        let e = parse(&yaml).unwrap_err();
+        assert!(e.contains("alias") && e.contains("line 3"), "{e}");
+        // Anchors alone are fine.
+        assert!(parse("---\nname: &n x\n---\nbody\n").is_ok());
+    }
+
+    #[test]
+    fn node_count_and_depth_are_bounded() {
+        let deep = format!(
+            "---\nx: {}{}\n---\nbody\n",
+            "[".repeat(100),
+            "]".repeat(100)
+        );
+        assert!(parse(&deep).unwrap_err().contains("deeper than 64"));
+        let wide = format!("---\nx: [{}]\n---\nbody\n", vec!["1"; 20_000].join(","));
+        assert!(parse(&wide).unwrap_err().contains("more than 10000"));
     }
 }

@@ -5,7 +5,8 @@
 mod files;
 pub(crate) mod front_matter;
 
-pub use files::{EntryKind, SkillFiles, WorkTree};
+pub(crate) use files::too_big as skill_too_big;
+pub use files::{EntryKind, MAX_SKILL_BYTES, SkillFiles, WorkTree};
 
 use crate::config::{RunEvent, Settings, SkillConfig, Thresholds};
 use crate::error::{Error, Result};

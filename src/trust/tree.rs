@@ -111,6 +111,22 @@ impl<'r> CommitFiles<'r> {
         Some(Found::Dir(dirs.last().expect("the root stays").id()))
     }
 
+    /// The size of `path`'s blob from the object database header, without reading the
+    /// blob; None when absent.
+    fn size(&self, path: &str) -> Result<Option<u64>> {
+        let Some(Found::File(oid)) = self.lookup(path) else {
+            return Ok(None);
+        };
+        let odb = self
+            .repo
+            .odb()
+            .map_err(|e| Error::git("cannot open the object database", e))?;
+        let (size, _) = odb
+            .read_header(oid)
+            .map_err(|e| Error::git(&format!("cannot read {}", self.shown(path).display()), e))?;
+        Ok(Some(size as u64))
+    }
+
     /// The bytes of `path` in the commit; None when absent.
     fn read_bytes(&self, path: &str) -> Result<Option<Vec<u8>>> {
         let Some(Found::File(oid)) = self.lookup(path) else {
@@ -142,6 +158,14 @@ impl<'r> CommitFiles<'r> {
 
     /// The config file at `path` in the commit, as text; None when absent.
     pub(crate) fn read_config(&self, path: &str) -> Result<Option<String>> {
+        if let Some(size) = self.size(path)?
+            && size > crate::config::MAX_CONFIG_BYTES
+        {
+            return Err(Error::ConfigFile {
+                path: self.shown(path),
+                message: crate::config::config_too_big(size),
+            });
+        }
         self.read_bytes(path)?
             .map(|b| {
                 String::from_utf8(b).map_err(|e| Error::ConfigFile {
@@ -189,6 +213,14 @@ impl SkillFiles for CommitFiles<'_> {
     }
 
     fn read(&self, path: &str) -> Result<Option<String>> {
+        if let Some(size) = self.size(path)?
+            && size > crate::skills::MAX_SKILL_BYTES
+        {
+            return Err(Error::Skill {
+                path: self.shown(path),
+                message: crate::skills::skill_too_big(size),
+            });
+        }
         self.read_bytes(path)?
             .map(|b| {
                 String::from_utf8(b).map_err(|_| Error::Skill {

@@ -478,6 +478,7 @@ impl warden::engine::Answerer for EvenUnits {
             moves: vec![],
             findings: vec![],
             dropped_findings: 0,
+            findings_cut: 0,
             from_cache: None,
         })
     }

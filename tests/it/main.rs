@@ -3,6 +3,7 @@
 mod support;
 
 mod backpressure;
+mod bounds;
 mod cache;
 mod cache_shared;
 mod chrome_trace;

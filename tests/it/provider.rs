@@ -41,6 +41,7 @@ pub fn route(name: &str, kind: ProviderKind, model: &str, base: &str, stream: bo
         prices: None,
         fleet_max_concurrency: None,
         auto_concurrency: false,
+        max_findings_per_answer: 100,
     }
 }
 

@@ -434,3 +434,137 @@ fn in_ci_ca_cert_is_read_from_the_trusted_commit_not_from_the_change() {
         "{stderr}"
     );
 }
+
+// ---- issue 20, point 4: URLs decided once, from the parsed URL ------------------------
+
+/// A plain HTTP proxy on 127.0.0.1 that records the request line of every request it is
+/// sent and answers 502: whether a request went through it, and what it asked for.
+fn recording_proxy() -> (String, Arc<Mutex<Vec<String>>>) {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let log = seen.clone();
+    std::thread::spawn(move || {
+        for client in listener.incoming() {
+            let Ok(mut client) = client else { continue };
+            let mut head = Vec::new();
+            let mut byte = [0u8; 1];
+            while !head.ends_with(b"\r\n\r\n") && head.len() < 64 * 1024 {
+                if client.read(&mut byte).unwrap_or(0) == 0 {
+                    break;
+                }
+                head.push(byte[0]);
+            }
+            let head = String::from_utf8_lossy(&head).into_owned();
+            log.lock()
+                .unwrap()
+                .push(head.lines().next().unwrap_or("").to_string());
+            let _ = client.write_all(
+                b"HTTP/1.1 502 Bad Gateway\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
+            );
+        }
+    });
+    (url, seen)
+}
+
+fn with_proxy(cmd: &mut std::process::Command, proxy: &str) {
+    for var in ["HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "ALL_PROXY"] {
+        cmd.env(var, proxy);
+    }
+}
+
+#[test]
+fn loopback_spelled_any_way_never_goes_through_a_proxy_and_sends_one_authorization_header() {
+    let fake = FakeProvider::start();
+    let (proxy, seen) = recording_proxy();
+    let port = fake.addr().port();
+    for host in ["127.1", "LOCALHOST", "127.0.0.1"] {
+        let review = Review::new(1);
+        let base = format!("http://{host}:{port}/v1");
+        let model = format!("m-{host}");
+        review.config(
+            &[("reviewBudget", "20s"), ("hunkBudget", "10s")],
+            &[route_cfg(&model, "openai", base, false)],
+        );
+        let mut cmd = review.command(&["--json"]);
+        with_proxy(&mut cmd, &proxy);
+        let out = cmd.output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{host}: {stderr}");
+        assert!(seen.lock().unwrap().is_empty(), "{host}: {:?}", seen.lock());
+        let sent = fake.requests_for(&model);
+        assert_eq!(sent.len(), 1, "{host}");
+        let auth: Vec<_> = sent[0]
+            .headers
+            .iter()
+            .filter(|(k, _)| k.eq_ignore_ascii_case("authorization"))
+            .collect();
+        assert_eq!(auth.len(), 1, "{host}: {auth:?}");
+        assert_eq!(auth[0].1, format!("Bearer {KEY}"), "{host}");
+    }
+    // `localhost.` does not resolve here, but it is loopback: it fails on its own, never
+    // through the proxy.
+    let review = Review::new(1);
+    review.config(
+        &[("reviewBudget", "5s"), ("hunkBudget", "5s")],
+        &[route_cfg(
+            "dot",
+            "openai",
+            format!("http://localhost.:{port}/v1"),
+            false,
+        )],
+    );
+    let mut cmd = review.command(&["--json"]);
+    with_proxy(&mut cmd, &proxy);
+    cmd.output().unwrap();
+    assert!(seen.lock().unwrap().is_empty(), "{:?}", seen.lock());
+    // The control: a name that is not this machine does go through the proxy, so the
+    // recorder above would have seen the others.
+    let review = Review::new(1);
+    review.config(
+        &[("reviewBudget", "5s"), ("hunkBudget", "5s")],
+        &[route_cfg(
+            "far",
+            "openai",
+            format!("http://gateway.corp.test:{port}/v1"),
+            false,
+        )],
+    );
+    let mut cmd = review.command(&["--json"]);
+    with_proxy(&mut cmd, &proxy);
+    cmd.output().unwrap();
+    let lines = seen.lock().unwrap().clone();
+    assert!(
+        !lines.is_empty() && lines[0].contains("gateway.corp.test"),
+        "{lines:?}"
+    );
+}
+
+#[test]
+fn a_base_url_with_userinfo_or_a_query_is_refused_at_load_without_echoing_it() {
+    let fake = FakeProvider::start();
+    let base = fake.base_url();
+    let with_user = base.replace("http://", "http://alice:pw-canary-77@");
+    let with_query = format!("{base}?key=query-canary-88");
+    for (url, secret) in [
+        (with_user.as_str(), "pw-canary-77"),
+        (with_query.as_str(), "query-canary-88"),
+    ] {
+        let review = Review::new(1);
+        review.config(&[], &[route_cfg("gw", "openai", url.to_string(), false)]);
+        let out = review.command(&["--json"]).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{url}: {stderr}");
+        assert!(
+            stderr.contains("route `gw`") && stderr.contains("baseUrl"),
+            "{url}: {stderr}"
+        );
+        assert!(stderr.contains("warden.toml:"), "{url}: {stderr}");
+        assert!(!stderr.contains(secret), "{url}: {stderr}");
+        assert!(
+            !String::from_utf8_lossy(&out.stdout).contains(secret),
+            "{url}"
+        );
+        assert!(fake.requests().is_empty(), "{url}");
+    }
+}

@@ -136,6 +136,7 @@ fn result(plan: &Plan, index: usize) -> UnitResult {
         moves: vec![],
         findings: vec![],
         dropped_findings: 0,
+        findings_cut: 0,
         from_cache: None,
     };
     match (unit.path.to_string().as_str(), unit.skill.as_str()) {
