@@ -7,8 +7,8 @@
 use reqwest::Url;
 use std::net::IpAddr;
 
-/// Whether `url`'s host is a loopback address: 127.0.0.0/8, ::1 (and ::ffff:127.x.y.z),
-/// or `localhost` in any case, with or without a trailing dot.
+/// Whether `url`'s host is a loopback address: 127.0.0.0/8, ::1, or `localhost` in any
+/// case, with or without a trailing dot (DESIGN.md §13's list, nothing more).
 pub fn is_loopback(url: &Url) -> bool {
     let Some(host) = url.host_str() else {
         return false;
@@ -29,9 +29,7 @@ pub fn is_loopback_str(url: &str) -> bool {
 fn is_loopback_ip(ip: IpAddr) -> bool {
     match ip {
         IpAddr::V4(v4) => v4.is_loopback(),
-        IpAddr::V6(v6) => {
-            v6.is_loopback() || v6.to_ipv4_mapped().is_some_and(|v4| v4.is_loopback())
-        }
+        IpAddr::V6(v6) => v6.is_loopback(),
     }
 }
 
@@ -67,7 +65,6 @@ mod tests {
             "http://localhost.:9/v1",
             "http://[::1]:8080",
             "http://[0:0:0:0:0:0:0:1]/v1",
-            "http://[::ffff:127.0.0.1]/v1",
             "https://127.0.0.1/v1",
         ] {
             assert!(is_loopback_str(local), "{local}");

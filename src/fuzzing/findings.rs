@@ -9,7 +9,35 @@
 //! ranges), so huge finding counts are exercised on every run, not only when the
 //! fuzzer happens to grow a 4 MB input.
 
-use crate::findings::{Extracted, extract};
+use crate::findings::{DEFAULT_MAX_FINDINGS_PER_ANSWER, Extracted, extract_capped};
+
+/// The extractor without a cap: what every entry of the answer is (the invariants below
+/// read the whole list); [`check_cap`] then holds the capped reading to it.
+fn extract(answer: &str, start: u32, end: u32) -> Result<Extracted, String> {
+    extract_capped(answer, start, end, usize::MAX)
+}
+
+/// Under a cap, the kept findings are the uncapped reading's first `cap`, and every entry
+/// is still kept, dropped or counted as cut (issue 20: a flood costs what the cap allows).
+fn check_cap(answer: &str, start: u32, end: u32, whole: &Extracted) {
+    for cap in [1, 3, DEFAULT_MAX_FINDINGS_PER_ANSWER] {
+        let got = extract_capped(answer, start, end, cap).expect("the same list, capped");
+        let n = whole.findings.len().min(cap);
+        assert_eq!(
+            got.findings,
+            whole.findings[..n],
+            "cap {cap}: other findings kept"
+        );
+        assert_eq!(
+            got.findings.len() + got.dropped_invalid + got.dropped_out_of_range + got.cut,
+            whole.findings.len() + whole.dropped_invalid + whole.dropped_out_of_range,
+            "cap {cap} for {start}-{end}: entries neither kept nor counted"
+        );
+        if whole.findings.len() < cap {
+            assert_eq!(got.cut, 0, "cap {cap} not reached, yet entries were cut");
+        }
+    }
+}
 
 /// The most entries a flood built from one input has.
 pub const FLOOD_MAX: usize = 20_000;
@@ -36,6 +64,7 @@ fn check_flood(data: &[u8]) {
     assert_eq!(all.dropped_out_of_range, 0);
     kept_inside(&all, 1, u32::MAX);
     no_bigger_than_the_answer(&all, &answer);
+    check_cap(&answer, 1, u32::MAX, &all);
     let h = super::hash(data);
     let (s, e) = (1 + (h % 8) as u32, 8 + ((h >> 8) % 4096) as u32);
     let got = extract(&answer, s, e).expect("a flood is a findings list");
@@ -118,6 +147,7 @@ fn check_answer(answer: &str, data: &[u8]) {
     for (s, e) in ranges {
         let got = extract(answer, s, e).expect("the same answer read for another range");
         kept_inside(&got, s, e);
+        check_cap(answer, s, e, &got);
         assert_eq!(got.dropped_invalid, all.dropped_invalid, "range {s}-{e}");
         let inside: Vec<(&str, u32)> = all
             .findings

@@ -10,7 +10,7 @@
 //!   `http://localhost.evil.example` is not.
 
 use crate::config;
-use crate::provider::secret::is_loopback;
+use crate::config::url::is_loopback_str as is_loopback;
 use std::path::Path;
 
 /// Reads `data` as the `baseUrl` of a route in an otherwise valid config and checks the
