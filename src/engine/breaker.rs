@@ -64,14 +64,39 @@ pub struct Transition {
     pub reason: String,
 }
 
+/// How a finished attempt counts in the window.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Verdict {
+    /// Not a breaker failure (an answer, or a failure that is the request's own).
+    Fine,
+    /// A timeout.
+    Timeout,
+    /// Provider unavailable.
+    Error,
+}
+
+impl Verdict {
+    fn of(outcome: Outcome) -> Verdict {
+        match outcome {
+            Outcome::Timeout => Verdict::Timeout,
+            o if o.is_breaker_failure() => Verdict::Error,
+            _ => Verdict::Fine,
+        }
+    }
+}
+
 /// One route's breaker: plain state over the instants it is given.
 #[derive(Debug)]
 pub struct Breaker {
     cfg: BreakerSettings,
     state: BreakerState,
     open_until: Instant,
-    /// Finished attempts in the window: (when, counted as failure).
-    window: VecDeque<(Instant, bool)>,
+    /// Finished attempts in the window: (when, how it counts).
+    window: VecDeque<(Instant, Verdict)>,
+    /// DESIGN.md section 13 under `spillover`: request-deadline timeouts of a route that
+    /// still answers in time are its limit's business, not the breaker's. They count
+    /// only while the window holds no success; errors (unavailable) count as always.
+    slow_is_not_failed: bool,
     probes_in_flight: u32,
     /// How many times it re-opened in a row (for the doubling wait).
     level: u32,
@@ -88,12 +113,20 @@ impl Breaker {
             state: BreakerState::Closed,
             open_until: now,
             window: VecDeque::new(),
+            slow_is_not_failed: false,
             probes_in_flight: 0,
             level: 0,
             opens: 0,
             opened_at: None,
             time_open: Duration::ZERO,
         }
+    }
+
+    /// Under `spillover` (section 13): timeouts open it only when the window holds no
+    /// success; unavailable outcomes, auth and invalid model as always.
+    pub fn keeping_slow_routes(mut self) -> Self {
+        self.slow_is_not_failed = true;
+        self
     }
 
     /// The current state.
@@ -204,13 +237,19 @@ impl Breaker {
                 }
             }
             BreakerState::Closed => {
-                self.window.push_back((now, failure));
+                self.window.push_back((now, Verdict::of(outcome)));
                 let horizon = now.checked_sub(self.cfg.window).unwrap_or(now);
                 while self.window.front().is_some_and(|(t, _)| *t < horizon) {
                     self.window.pop_front();
                 }
                 let calls = self.window.len() as u32;
-                let failures = self.window.iter().filter(|(_, f)| *f).count() as u32;
+                let count = |v: Verdict| self.window.iter().filter(|(_, w)| *w == v).count() as u32;
+                let (timeouts, errors) = (count(Verdict::Timeout), count(Verdict::Error));
+                let failures = if self.slow_is_not_failed && calls > timeouts + errors {
+                    errors
+                } else {
+                    timeouts + errors
+                };
                 if calls >= self.cfg.min_calls
                     && f64::from(failures) >= self.cfg.failure_rate * f64::from(calls)
                 {
@@ -331,6 +370,37 @@ mod tests {
             assert_eq!(b.record(t0, Timeout, false), None);
         }
         assert_eq!(b.record(t0, Timeout, false).unwrap().to, BreakerState::Open);
+    }
+
+    #[test]
+    fn under_spillover_timeouts_open_only_a_route_with_no_success_in_its_window() {
+        let t0 = Instant::now();
+        // A slow route that still answers: 4 timeouts of 5 calls keep it closed.
+        let mut b = Breaker::new(cfg(), t0).keeping_slow_routes();
+        for o in [Timeout, Timeout, Ok, Timeout, Timeout, Timeout] {
+            assert_eq!(b.record(t0, o, false), None, "{o}");
+        }
+        assert_eq!(b.state(), BreakerState::Closed);
+        // Errors count as always: 3 unavailable of 6 calls open it.
+        let mut b = Breaker::new(cfg(), t0).keeping_slow_routes();
+        for o in [Ok, Ok, Unavailable, Ok, Unavailable] {
+            assert_eq!(b.record(t0, o, false), None, "{o}");
+        }
+        assert!(b.record(t0, Unavailable, false).is_some());
+        // No success in the window: timeouts open it (a hanging route is left).
+        let mut b = Breaker::new(cfg(), t0).keeping_slow_routes();
+        for _ in 0..4 {
+            assert_eq!(b.record(t0, Timeout, false), None);
+        }
+        let t = b.record(t0, Timeout, false).expect("opens");
+        assert_eq!(t.to, BreakerState::Open);
+        // Under ordered the same slow route opens (rule 8 as it is).
+        let mut b = Breaker::new(cfg(), t0);
+        let opened = [Timeout, Timeout, Ok, Timeout, Timeout]
+            .into_iter()
+            .filter_map(|o| b.record(t0, o, false))
+            .count();
+        assert_eq!(opened, 1);
     }
 
     #[test]

@@ -5,7 +5,7 @@
 //! consult that store, and the sync ones answer from what this process last saw.
 
 use super::breaker::{Admission, Breaker, BreakerState, Transition};
-use crate::config::BreakerSettings;
+use crate::config::{BreakerSettings, Routing};
 use crate::provider::Outcome;
 use futures_util::future::BoxFuture;
 use std::sync::Mutex;
@@ -104,6 +104,27 @@ impl LocalBreakers {
         LocalBreakers(
             (0..routes)
                 .map(|_| Mutex::new(Breaker::new(cfg, now)))
+                .collect(),
+        )
+    }
+
+    /// As [`LocalBreakers::new`], with section 13's rule for `spillover`: timeouts open a
+    /// breaker only when its window holds no success (see `Breaker::keeping_slow_routes`).
+    pub fn for_routing(
+        routes: usize,
+        cfg: BreakerSettings,
+        now: Instant,
+        routing: Routing,
+    ) -> Self {
+        LocalBreakers(
+            (0..routes)
+                .map(|_| {
+                    let b = Breaker::new(cfg, now);
+                    Mutex::new(match routing {
+                        Routing::Spillover => b.keeping_slow_routes(),
+                        Routing::Ordered => b,
+                    })
+                })
                 .collect(),
         )
     }

@@ -201,7 +201,8 @@ impl Engine {
     pub fn new(routes: Vec<EngineRoute>, exec: Execution, sink: Sink) -> Self {
         let bulkhead = LocalBulkhead::new(routes.iter().map(|r| r.max_concurrency));
         let spill: Vec<bool> = routes.iter().map(|r| r.spill).collect();
-        let breakers = LocalBreakers::new(routes.len(), exec.breaker, Instant::now());
+        let breakers =
+            LocalBreakers::for_routing(routes.len(), exec.breaker, Instant::now(), exec.routing);
         let pacing = pacing::Pacing::new(routes.len());
         let engine = Engine {
             all_routes: (0..routes.len()).collect(),
