@@ -69,7 +69,7 @@ pub fn check(data: &[u8]) {
 
 /// The oracle's checks of files the parser returned for `lines`: Err says which failed.
 fn files_match_input(lines: &[&[u8]], files: &[FileChange]) -> Result<(), String> {
-    let expect = scan(lines);
+    let expect = scan(lines)?;
     if !(expect.min_files..=expect.max_files).contains(&files.len()) {
         return Err(format!(
             "{} files from a patch whose headers name {} to {}",
@@ -220,7 +220,7 @@ const GIT_HEADER_LINES: &[&[u8]] = &[
 
 /// Walks the lines of a patch the parser accepted: hunks by their header's counts, file
 /// headers between them.
-fn scan(lines: &[&[u8]]) -> Expect {
+fn scan(lines: &[&[u8]]) -> Result<Expect, String> {
     let mut x = Expect::default();
     let mut in_git_header = false;
     let mut i = 0;
@@ -240,7 +240,7 @@ fn scan(lines: &[&[u8]]) -> Expect {
             x.max_files += 1;
             in_git_header = true;
         } else if line.starts_with(b"@@ -") {
-            let (facts, next) = read_hunk(lines, i);
+            let (facts, next) = read_hunk(lines, i)?;
             x.hunks.push(facts);
             i = next;
             in_git_header = false;
@@ -258,14 +258,14 @@ fn scan(lines: &[&[u8]]) -> Expect {
         }
         i += 1;
     }
-    x
+    Ok(x)
 }
 
 /// Reads the hunk whose header is at `lines[at]` by its counts; returns its facts and
 /// the index after it (and after any `\ No newline at end of file` lines).
-fn read_hunk(lines: &[&[u8]], at: usize) -> (HunkFacts, usize) {
+fn read_hunk(lines: &[&[u8]], at: usize) -> Result<(HunkFacts, usize), String> {
     let (old_start, old_lines, new_start, new_lines) =
-        hunk_header(lines[at]).expect("the parser accepted this hunk header");
+        hunk_header(lines[at]).ok_or("the parser accepted a hunk header that does not parse")?;
     let mut f = HunkFacts {
         old_start,
         old_lines,
@@ -278,29 +278,29 @@ fn read_hunk(lines: &[&[u8]], at: usize) -> (HunkFacts, usize) {
     let mut i = at + 1;
     let short = "the parser accepted a hunk shorter than its header";
     while old > 0 || new > 0 {
-        let line = lines.get(i).expect(short);
+        let line = lines.get(i).ok_or(short)?;
         match line.first() {
             None | Some(b' ') => {
-                old = old.checked_sub(1).expect(short);
-                new = new.checked_sub(1).expect(short);
+                old = old.checked_sub(1).ok_or(short)?;
+                new = new.checked_sub(1).ok_or(short)?;
             }
             Some(b'+') => {
-                new = new.checked_sub(1).expect(short);
+                new = new.checked_sub(1).ok_or(short)?;
                 f.added += 1;
             }
             Some(b'-') => {
-                old = old.checked_sub(1).expect(short);
+                old = old.checked_sub(1).ok_or(short)?;
                 f.removed += 1;
             }
             Some(b'\\') => {}
-            Some(_) => panic!("{short}"),
+            Some(_) => return Err(short.into()),
         }
         i += 1;
     }
     while lines.get(i).is_some_and(|l| l.starts_with(b"\\")) {
         i += 1;
     }
-    (f, i)
+    Ok((f, i))
 }
 
 /// `@@ -A[,B] +C[,D] @@`: (A, B, C, D), counts defaulting to 1.
@@ -357,7 +357,7 @@ Binary files /dev/null and b/logo.png differ
 
     #[test]
     fn the_oracle_reads_headers_and_hunks() {
-        let x = scan(&split(PATCH, false));
+        let x = scan(&split(PATCH, false)).unwrap();
         assert_eq!((x.min_files, x.max_files), (3, 4));
         assert_eq!(x.hunks.len(), 1);
         assert_eq!((x.hunks[0].added, x.hunks[0].removed), (2, 1));
@@ -390,6 +390,19 @@ Binary files /dev/null and b/logo.png differ
         assert_eq!(split(b"a\rb\rc\r", true), [&b"a"[..], b"b", b"c"]);
         assert_eq!(split(b"+x\ry\n+z\n", false), [&b"+x\ry"[..], b"+z"]);
         assert_eq!(split(b"\n\n", false), [&b""[..], b""]);
+    }
+
+    /// Found by the `patch` target: a patch the parser reads at lone CRs has an LF line
+    /// starting with `@@ -` whose hunk is short in LF terms; the oracle's LF reading
+    /// panicked instead of giving way to its CR reading.
+    #[test]
+    fn an_lf_reading_that_cannot_hold_is_not_a_finding() {
+        let text = b"--- a/x\n+++ b/x\n@@ -1,2 +1,2 @@\r-a\r+b\r c\r";
+        assert_eq!(parse_bytes(text).unwrap()[0].hunks[0].lines.len(), 3);
+        check(text);
+        check(include_bytes!(
+            "../../fuzz/corpus/patch/crash-oracle-lf-scan-cr-patch.diff"
+        ));
     }
 
     /// The shapes of issue 20 keep the oracle's invariants.
