@@ -3,7 +3,7 @@
 //! upstream call; on a plain `openai` route the proxy's own retries show, and warden warns.
 
 use crate::support::fake_provider::{Behavior, finding, findings_answer};
-use crate::support::litellm::{MASTER_KEY, proxy};
+use crate::support::litellm::{LIMITED, MASTER_KEY, proxy};
 use crate::support::*;
 use serde_json::{Value, json};
 
@@ -150,5 +150,46 @@ fn an_openai_route_through_litellm_is_retried_by_the_gateway_and_warden_warns_on
     assert_eq!(
         (&reported[0]["source"], &reported[0]["route"]),
         (&json!("route"), &json!("gateway"))
+    );
+}
+
+/// DESIGN.md section 13 against a real gateway: a deployment with LiteLLM's
+/// `max_parallel_requests: 2` answers 429 beyond two requests at once. With warden's cap
+/// at 8, those answers are back-pressure: every unit of a 20-unit review is reviewed,
+/// well inside a 40 s budget (before, 2 of 20 were).
+#[test]
+fn a_gateway_limiting_parallel_requests_is_back_pressure_and_every_unit_is_reviewed() {
+    let p = proxy();
+    p.fake.script(
+        LIMITED,
+        vec![Behavior::DelayHeaders(
+            std::time::Duration::from_millis(300),
+            Box::new(Behavior::Answer(findings_answer(json!([])))),
+        )],
+    );
+    let (repo, cfg) = session(20, "litellm", LIMITED, 2);
+    let path = cfg.path().join("warden.toml");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let text = text
+        .replace("maxConcurrency = 2", "maxConcurrency = 8")
+        .replace("reviewBudget = \"2m\"", "reviewBudget = \"40s\"");
+    std::fs::write(&path, text).unwrap();
+    let started = std::time::Instant::now();
+    let (report, stderr) = review(&repo, &cfg);
+    let took = started.elapsed();
+    assert_eq!(report["summary"]["reviewed"], 20, "{report:#}\n{stderr}");
+    assert_eq!(report["outcome"], "complete", "{stderr}");
+    assert_eq!(report["budgetExpired"], json!(false), "{took:?}");
+    let outcomes: Vec<&str> = report["units"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|u| u["attempts"].as_array().unwrap())
+        .map(|a| a["outcome"].as_str().unwrap())
+        .collect();
+    let limited = outcomes.iter().filter(|o| **o == "rate_limited").count();
+    eprintln!(
+        "gateway max_parallel_requests 2, cap 8, 20 units: {took:?}, {} attempts, {limited} rate_limited",
+        outcomes.len()
     );
 }

@@ -40,7 +40,10 @@ pub fn proxy() -> &'static Proxy {
 }
 
 /// Models the proxy forwards to the fake (tests script behaviours per name).
-pub const MODELS: &[&str] = &["gw-ok", "gw-down", "gw-down-openai"];
+pub const MODELS: &[&str] = &["gw-ok", "gw-down", "gw-down-openai", LIMITED];
+
+/// A deployment with LiteLLM's `max_parallel_requests: 2` (429 beyond it).
+pub const LIMITED: &str = "gw-limited";
 
 fn start() -> Proxy {
     let bin = litellm_bin();
@@ -52,6 +55,9 @@ fn start() -> Proxy {
             "  - model_name: {m}\n    litellm_params:\n      model: openai/{m}\n      api_base: {}\n      api_key: sk-fake-upstream\n",
             fake.base_url()
         ));
+        if *m == LIMITED {
+            cfg.push_str("      max_parallel_requests: 2\n");
+        }
     }
     let cfg_path = dir.path().join("litellm.yaml");
     std::fs::write(&cfg_path, cfg).unwrap();
