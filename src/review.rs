@@ -11,6 +11,7 @@ use crate::engine::{
 use crate::error::{Error, Result};
 use crate::fleet::breakers::FleetBreakers;
 use crate::fleet::bulkhead::{FleetBulkhead, FleetCap};
+use crate::fleet::pace::{PacedBulkhead, publisher};
 use crate::fleet::{Fleet, Upstream};
 use crate::plan::Plan;
 use crate::report::{self, Report};
@@ -114,6 +115,14 @@ pub async fn run(input: ReviewInput, sink: Sink, interrupt: CancellationToken) -
     // Each route's limit and back-pressure over the run (section 13), for the report.
     let load = report::RouteLoad::default();
     let sink = sink.tee(load.sink());
+    // Back-pressure this process sees slows the fleet's other processes too (section 13).
+    let sink = match &fleet {
+        Some(f) => {
+            let upstreams: Vec<Upstream> = settings.routes.iter().map(Upstream::of).collect();
+            sink.tee(publisher(f.clone(), &upstreams, exec.review_budget))
+        }
+        None => sink,
+    };
     let ticker = tokio::spawn(tick(sink.clone()));
     let engine = Engine::new(routes, exec, sink.clone()).with_answerer(cached.answerer());
     let engine = match &fleet {
@@ -167,26 +176,34 @@ fn with_fleet(engine: Engine, fleet: &Fleet, settings: &Settings) -> Engine {
     let exec = &settings.execution;
     let breakers = FleetBreakers::new(fleet.clone(), &upstreams, exec, Instant::now());
     let engine = engine.with_breakers(breakers);
+    let local = settings.routes.iter().map(|r| r.max_concurrency);
+    let budget = exec.review_budget;
+    // Each permit first reads the fleet's shared back-pressure (section 13).
     if settings
         .routes
         .iter()
         .all(|r| r.fleet_max_concurrency.is_none())
     {
-        return engine;
+        let local = crate::engine::LocalBulkhead::new(local);
+        return engine.with_bulkhead(PacedBulkhead::new(fleet.clone(), local, &upstreams, budget));
     }
     let caps: Vec<FleetCap> = settings
         .routes
         .iter()
-        .zip(upstreams)
+        .zip(upstreams.iter().cloned())
         .map(|(r, upstream)| FleetCap {
             upstream,
             cap: r.fleet_max_concurrency,
         })
         .collect();
-    let local = settings.routes.iter().map(|r| r.max_concurrency);
     // A lease of one request deadline: a crashed process's permits come back within it.
     let bulkhead = FleetBulkhead::new(fleet.clone(), local, &caps, exec.request_timeout);
-    engine.with_bulkhead(bulkhead)
+    engine.with_bulkhead(PacedBulkhead::new(
+        fleet.clone(),
+        bulkhead,
+        &upstreams,
+        budget,
+    ))
 }
 
 /// Keeps the engine's `Warning` events for the report.

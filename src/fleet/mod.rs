@@ -15,6 +15,7 @@ pub mod bulkhead;
 mod connect;
 mod dial;
 mod floor;
+pub mod pace;
 pub mod upstream;
 
 pub use connect::{Target, target, unused_caps_warning};

@@ -7,6 +7,7 @@ mod breakers;
 mod faults;
 mod half_open;
 mod hostile;
+mod pace;
 mod permits;
 
 use crate::support::fake_provider::FakeProvider;
