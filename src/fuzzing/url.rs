@@ -82,14 +82,18 @@ fn loopback(url: &reqwest::Url) -> bool {
         .eq_ignore_ascii_case("localhost")
 }
 
-/// The password of `user:PASSWORD@host` in `raw`, read off the text (the URL may not
-/// parse), when it is long enough to be told apart from other text.
+/// The password of `http(s)://user:PASSWORD@host` in `raw`, read off the text (the URL
+/// may not parse), when it can be told apart from other text: at least 4 bytes, and
+/// nowhere else in `raw` (text echoed from elsewhere in a refused value is no leak).
 fn password(raw: &str) -> Option<&str> {
-    let rest = raw.split_once("://")?.1;
-    let authority = rest.split(['/', '?', '#']).next()?;
+    let t = raw.trim();
+    let rest = t
+        .strip_prefix("http://")
+        .or_else(|| t.strip_prefix("https://"))?;
+    let authority = rest.split(['/', '?', '#', '\\']).next()?;
     let userinfo = authority.rsplit_once('@')?.0;
     let pw = userinfo.split_once(':')?.1;
-    (pw.len() >= 4).then_some(pw)
+    (pw.len() >= 4 && raw.matches(pw).count() == 1).then_some(pw)
 }
 
 #[cfg(test)]
@@ -108,6 +112,10 @@ mod tests {
         assert_eq!(password("http://u:hunter2@h/v1"), Some("hunter2"));
         assert_eq!(password("http://u:hunter2@h st"), Some("hunter2"));
         assert_eq!(password("http://h/v1?x=a:b@c"), None);
+        // Found by the `url` target: the same bytes after the `@` are not the password
+        // echoed, nor is a "password" in text that is no http(s) URL.
+        assert_eq!(password("http://u:\0\0\0\0@ \0\0\0\0//h"), None);
+        assert_eq!(password("ht::up://0:::1x@ph"), None);
     }
 
     /// Inputs that keep the invariants today.
