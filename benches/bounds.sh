@@ -7,6 +7,9 @@
 #  2. `warden plan` on a change that adds a 200 MB one-line file (working tree, then a
 #     commit range). Goals: at most 2 s, at most 120 MB.
 #   usage: benches/bounds.sh [UNITS] [FINDINGS] [MEGABYTES]
+# Measured (2 shared cores, release): the flood 0.85 s and 73.8 MiB, complete, 2,000 kept
+# and 1,998,000 cut (before: 7.9 GB, 32-47 s); the 200 MB file 0.00-0.01 s and 9.7 MiB
+# (before: 6.3 s, 609 MB).
 set -euo pipefail
 units=${1:-20}
 findings=${2:-100000}
@@ -23,7 +26,8 @@ measure() { # label, command... (exit codes other than 0 are reported, not fatal
   local label=$1; shift
   local code=0
   /usr/bin/time -f "%e %M" -o "$work/time" "$@" >"$work/out" 2>"$work/err" || code=$?
-  read -r secs kib <"$work/time"
+  # GNU time writes "Command exited with non-zero status N" first when it did.
+  read -r secs kib < <(tail -n 1 "$work/time")
   printf '%-52s %7.2f s %8.1f MiB  exit %s\n' "$label" "$secs" "$(echo "$kib/1024" | bc -l)" "$code"
 }
 
