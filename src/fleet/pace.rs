@@ -8,7 +8,7 @@
 //!   wins) for [`SHARE_TTL`]. Both in one script (`lua/pace_publish.lua`), spawned off the
 //!   event, so the engine never waits for Redis there.
 //! - Reading ([`PacedBulkhead`]): the engine's `Bulkhead` around the one it would have had.
-//!   Before each permit it makes one bounded call (`lua/pace_read.lua`): the upstream's
+//!   Before each permit it makes one bounded call (a GET and a PTTL, pipelined): the upstream's
 //!   lowered limit caps this process's effective limit (under the engine's own), and a
 //!   pause still running is waited out inside the engine's permit wait, so it obeys the
 //!   unit's budgets and cancellation, and under spillover other routes take the work.
@@ -29,8 +29,6 @@ use std::time::Duration;
 
 static PUBLISH: LazyLock<redis::Script> =
     LazyLock::new(|| redis::Script::new(include_str!("lua/pace_publish.lua")));
-static READ: LazyLock<redis::Script> =
-    LazyLock::new(|| redis::Script::new(include_str!("lua/pace_read.lua")));
 
 /// How long a limit lowered by back-pressure holds the other processes: long enough for
 /// them to meet it, short enough that a provider that recovered is used again.
@@ -123,13 +121,22 @@ impl PacedBulkhead {
     /// none) and the pause left (bounded to the review budget). None when the fleet is off.
     async fn read(&self, route: usize) -> Option<(usize, Duration)> {
         let (lk, pk) = self.keys.get(route)?.clone();
-        let (limit, pause_ms): (i64, i64) = self
+        // Plain GET and PTTL (not a script): an answer of another shape is no word at all.
+        let (limit, pause_ms): (redis::Value, redis::Value) = self
             .fleet
             .call("reading shared back-pressure", |mut c| async move {
-                READ.key(lk).key(pk).invoke_async(&mut c).await
+                redis::pipe()
+                    .cmd("GET")
+                    .arg(lk)
+                    .cmd("PTTL")
+                    .arg(pk)
+                    .query_async(&mut c)
+                    .await
             })
             .await
             .ok()?;
+        let int = |v: &redis::Value| redis::from_redis_value::<i64>(v.clone()).unwrap_or(0);
+        let (limit, pause_ms) = (int(&limit), int(&pause_ms));
         let cap = self.inner.cap(route).max(1);
         let limit = match usize::try_from(limit) {
             Ok(n) if n >= 1 => n.min(cap),

@@ -147,7 +147,7 @@ fn garbage_in_the_shared_keys_is_bounded_by_the_cap_the_floor_and_the_review_bud
             ("-3", 4),
             ("0", 4),
             ("abc", 4),
-            ("2.9", 2),
+            ("2.9", 4),
             ("1", 1),
         ] {
             let _: () = ::redis::cmd("SET")
