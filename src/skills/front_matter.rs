@@ -34,13 +34,7 @@ pub fn parse(text: &str) -> Result<Parsed, String> {
     }
     let body: String = lines.collect();
     check_events(&yaml)?;
-    let docs = yaml_rust2::YamlLoader::load_from_str(&yaml).map_err(|e| {
-        format!(
-            "front matter is not valid YAML (line {} of the file): {}",
-            e.marker().line() + 1,
-            e.info()
-        )
-    })?;
+    let docs = yaml_rust2::YamlLoader::load_from_str(&yaml).map_err(|e| yaml_error(&e))?;
     let doc = docs.into_iter().next().unwrap_or(yaml_rust2::Yaml::Null);
     let map = match doc {
         yaml_rust2::Yaml::Hash(h) => h,
@@ -102,13 +96,7 @@ fn check_events(yaml: &str) -> Result<(), String> {
     let mut parser = Parser::new_from_str(yaml);
     let (mut nodes, mut depth) = (0usize, 0usize);
     loop {
-        let (event, mark) = parser.next_token().map_err(|e| {
-            format!(
-                "front matter is not valid YAML (line {} of the file): {}",
-                e.marker().line() + 1,
-                e.info()
-            )
-        })?;
+        let (event, mark) = parser.next_token().map_err(|e| yaml_error(&e))?;
         let line = mark.line() + 1;
         match event {
             Event::StreamEnd => return Ok(()),
@@ -136,6 +124,24 @@ fn check_events(yaml: &str) -> Result<(), String> {
             ));
         }
     }
+}
+
+/// The longest part of the YAML parser's own words an error keeps (characters).
+const YAML_DETAIL_MAX: usize = 120;
+
+/// A YAML error for people: the line, and the parser's reason cut short. Some reasons
+/// repeat a whole node of the file (a duplicate key prints the key's value in debug
+/// form), so without the cut a crafted SKILL.md makes an error as long as itself.
+fn yaml_error(e: &yaml_rust2::ScanError) -> String {
+    let info = e.info();
+    let detail = match info.char_indices().nth(YAML_DETAIL_MAX) {
+        Some((cut, _)) => format!("{}…", &info[..cut]),
+        None => info.to_string(),
+    };
+    format!(
+        "front matter is not valid YAML (line {} of the file): {detail}",
+        e.marker().line() + 1
+    )
 }
 
 #[cfg(test)]
@@ -208,5 +214,18 @@ mod tests {
         assert!(parse(&deep).unwrap_err().contains("deeper than 64"));
         let wide = format!("---\nx: [{}]\n---\nbody\n", vec!["1"; 20_000].join(","));
         assert!(parse(&wide).unwrap_err().contains("more than 10000"));
+    }
+
+    #[test]
+    fn a_yaml_error_never_repeats_a_long_node_of_the_file() {
+        let key = format!("[{}]", vec!["tools"; 400].join(", "));
+        let text = format!("---\n? {key}\n: 1\n? {key}\n: 2\n---\nbody");
+        let err = parse(&text).unwrap_err();
+        assert!(err.contains("not valid YAML"), "{err}");
+        assert!(
+            err.chars().count() < 300,
+            "{} chars: {err}",
+            err.chars().count()
+        );
     }
 }
