@@ -8,6 +8,7 @@
 //! is a thin command layer over these two. See ARCHITECTURE.md for the map.
 
 pub mod cache;
+mod capped_read;
 pub mod chunk;
 pub mod cli;
 pub mod config;

@@ -135,24 +135,13 @@ pub fn config_too_big(size: u64) -> String {
 /// Reads the config file after checking its size from its metadata (and stops at the cap
 /// should it grow while read).
 fn read_capped(path: &Path) -> Result<Vec<u8>> {
-    use std::io::Read;
-    let over = |size: u64| Error::ConfigFile {
-        path: path.to_path_buf(),
-        message: config_too_big(size),
-    };
-    let meta = std::fs::metadata(path).map_err(|e| Error::io(path, e))?;
-    if meta.len() > MAX_CONFIG_BYTES {
-        return Err(over(meta.len()));
-    }
-    let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
-    let mut bytes = Vec::with_capacity(meta.len() as usize);
-    file.take(MAX_CONFIG_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| Error::io(path, e))?;
-    if bytes.len() as u64 > MAX_CONFIG_BYTES {
-        return Err(over(bytes.len() as u64));
-    }
-    Ok(bytes)
+    crate::capped_read::read(path, MAX_CONFIG_BYTES).map_err(|e| match e {
+        crate::capped_read::Refused::Over(size) => Error::ConfigFile {
+            path: path.to_path_buf(),
+            message: config_too_big(size),
+        },
+        crate::capped_read::Refused::Io(e) => Error::io(path, e),
+    })
 }
 
 /// Where the files a config names (a route's `caCert`) are read from when their path is

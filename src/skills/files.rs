@@ -80,23 +80,13 @@ fn inside(root: &Path, path: &str, full: &Path) -> Result<()> {
 /// Reads a skill file after checking its size: one over [`MAX_SKILL_BYTES`] is an error
 /// before any of it is read (and a file that grows while read stops at the cap).
 fn read_capped(full: &Path, shown: &Path) -> Result<Option<String>> {
-    use std::io::Read;
-    let over = |size: u64| Error::Skill {
-        path: shown.to_path_buf(),
-        message: too_big(size),
-    };
-    let meta = std::fs::metadata(full).map_err(|e| Error::io(full, e))?;
-    if meta.len() > MAX_SKILL_BYTES {
-        return Err(over(meta.len()));
-    }
-    let file = std::fs::File::open(full).map_err(|e| Error::io(full, e))?;
-    let mut bytes = Vec::with_capacity(meta.len() as usize);
-    file.take(MAX_SKILL_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| Error::io(full, e))?;
-    if bytes.len() as u64 > MAX_SKILL_BYTES {
-        return Err(over(bytes.len() as u64));
-    }
+    let bytes = crate::capped_read::read(full, MAX_SKILL_BYTES).map_err(|e| match e {
+        crate::capped_read::Refused::Over(size) => Error::Skill {
+            path: shown.to_path_buf(),
+            message: too_big(size),
+        },
+        crate::capped_read::Refused::Io(e) => Error::io(full, e),
+    })?;
     String::from_utf8(bytes)
         .map(Some)
         .map_err(|_| Error::Skill {
