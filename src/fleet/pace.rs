@@ -122,19 +122,25 @@ impl PacedBulkhead {
     async fn read(&self, route: usize) -> Option<(usize, Duration)> {
         let (lk, pk) = self.keys.get(route)?.clone();
         // Plain GET and PTTL (not a script): an answer of another shape is no word at all.
-        let (limit, pause_ms): (redis::Value, redis::Value) = self
-            .fleet
-            .call("reading shared back-pressure", |mut c| async move {
-                redis::pipe()
-                    .cmd("GET")
-                    .arg(lk)
-                    .cmd("PTTL")
-                    .arg(pk)
-                    .query_async(&mut c)
-                    .await
-            })
-            .await
-            .ok()?;
+        // The call runs in its own task: a permit wait is dropped when another route's
+        // permit comes first or the unit is cancelled, and a call dropped in flight would
+        // leave its reply to arrive with no read grant, which fails the connection (the
+        // fleet's read cap) and turns the fleet off.
+        let fleet = self.fleet.clone();
+        let call = tokio::spawn(async move {
+            fleet
+                .call("reading shared back-pressure", |mut c| async move {
+                    redis::pipe()
+                        .cmd("GET")
+                        .arg(lk)
+                        .cmd("PTTL")
+                        .arg(pk)
+                        .query_async::<(redis::Value, redis::Value)>(&mut c)
+                        .await
+                })
+                .await
+        });
+        let (limit, pause_ms) = call.await.ok()?.ok()?;
         let int = |v: &redis::Value| redis::from_redis_value::<i64>(v.clone()).unwrap_or(0);
         let (limit, pause_ms) = (int(&limit), int(&pause_ms));
         let cap = self.inner.cap(route).max(1);
