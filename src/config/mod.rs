@@ -369,6 +369,24 @@ maxConcurrency = 2
     }
 
     #[test]
+    fn max_bounces_defaults_to_eight_and_a_bad_bound_names_its_place() {
+        assert_eq!(parse("version = 1\n").unwrap().execution.max_bounces, 8);
+        let s = parse("version = 1\n[execution]\nmaxBounces = 20\n").unwrap();
+        assert_eq!(s.execution.max_bounces, 20);
+        assert!(s.warnings.is_empty(), "{:?}", s.warnings);
+        for bad in ["0", "1001"] {
+            let err = parse(&format!("version = 1\n[execution]\nmaxBounces = {bad}\n"))
+                .unwrap_err()
+                .to_string();
+            assert!(
+                err.starts_with("warden.toml:3:14: execution.maxBounces:")
+                    && err.contains("from 1 to 1000"),
+                "{err}"
+            );
+        }
+    }
+
+    #[test]
     fn unknown_keys_are_capped_with_a_count() {
         let mut src = String::from("version = 1\n");
         for i in 0..5000 {

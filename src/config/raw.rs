@@ -184,6 +184,7 @@ pub(crate) struct RawExecution {
     pub first_token_timeout: Option<S<String>>,
     pub idle_timeout: Option<S<String>>,
     pub max_attempts: Option<S<u32>>,
+    pub max_bounces: Option<S<u32>>,
     pub routing: Option<S<String>>,
     pub cost_budget: Option<S<f64>>,
     pub max_findings_per_answer: Option<S<u32>>,

@@ -343,6 +343,19 @@ fn max_findings_per_answer(v: &S<u32>, ctx: &Ctx) -> Result<usize, Error> {
     }
 }
 
+/// Answers of back-pressure a unit may take: 1 to 1,000 (the review budget bounds the
+/// wait in any case; past that a unit's bounces say nothing more).
+fn max_bounces(v: &S<u32>, ctx: &Ctx) -> Result<u32, Error> {
+    const MAX: u32 = 1_000;
+    match *v.get_ref() {
+        n @ 1..=MAX => Ok(n),
+        n => Err(ctx.err(
+            v,
+            format!("execution.maxBounces: {n} is not a bound: write a whole number from 1 to {MAX} (the default is {})", crate::config::DEFAULT_MAX_BOUNCES),
+        )),
+    }
+}
+
 fn resolve_execution(e: &RawExecution, ctx: &Ctx) -> Result<Execution, Error> {
     let d = Execution::default();
     let b: &RawBreaker = &e.breaker;
@@ -382,6 +395,10 @@ fn resolve_execution(e: &RawExecution, ctx: &Ctx) -> Result<Execution, Error> {
         max_attempts: match &e.max_attempts {
             Some(v) => ctx.positive(v, "execution.maxAttempts")?,
             None => d.max_attempts,
+        },
+        max_bounces: match &e.max_bounces {
+            Some(v) => max_bounces(v, ctx)?,
+            None => d.max_bounces,
         },
         routing: match &e.routing {
             Some(v) => Routing::parse(v.get_ref()).ok_or_else(|| {

@@ -315,6 +315,10 @@ pub struct InlineSkill {
     pub prompt: String,
 }
 
+/// `[execution] maxBounces` when unset: a unit's answers of back-pressure before it ends
+/// `unavailable` (DESIGN.md section 13, "[8]").
+pub const DEFAULT_MAX_BOUNCES: u32 = 8;
+
 /// `[execution]` (DESIGN.md section 4).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Execution {
@@ -332,6 +336,10 @@ pub struct Execution {
     pub idle_timeout: Duration,
     /// Attempts per unit, the first included.
     pub max_attempts: u32,
+    /// Answers of back-pressure a unit takes before it ends `unavailable` (DESIGN.md
+    /// section 13): back-pressure uses no attempt, so this bounds a route that says "not
+    /// now" for ever within a budget that would allow it.
+    pub max_bounces: u32,
     /// The routes' breakers.
     pub breaker: BreakerSettings,
     /// Which route a new unit takes (`[execution] routing`).
@@ -435,6 +443,7 @@ impl Default for Execution {
             first_token_timeout: Duration::from_secs(90),
             idle_timeout: Duration::from_secs(30),
             max_attempts: 2,
+            max_bounces: DEFAULT_MAX_BOUNCES,
             breaker: BreakerSettings::default(),
             routing: Routing::Ordered,
             cost_budget: None,

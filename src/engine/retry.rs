@@ -6,11 +6,6 @@ use super::outcome::UnitStatus;
 use crate::provider::Outcome;
 use std::time::Duration;
 
-/// Answers of back-pressure a unit takes before it ends `unavailable` (DESIGN.md
-/// section 13): back-pressure uses no attempt, so this bounds a route that says "not
-/// now" for ever within a budget that would allow it.
-pub const MAX_BOUNCES: u32 = 8;
-
 /// Why a unit stops instead of making a further attempt.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Stop {

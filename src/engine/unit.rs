@@ -14,7 +14,7 @@ use super::cost::{self, Reservation};
 use super::events::{AttemptReason, Event};
 use super::limit::{Sample, Signal};
 use super::outcome::{AttemptLog, Move, UnitResult, UnitStatus};
-use super::retry::{MAX_BOUNCES, Stop};
+use super::retry::Stop;
 use super::{Shared, UnitInfo};
 use crate::findings::Extracted;
 use crate::provider::{AttemptRecord, AttemptRequest, Outcome};
@@ -94,7 +94,7 @@ pub(super) async fn run(sh: &Shared<'_>, index: usize, work: &UnitInfo) {
 /// has not started, so its hunk budget starts with the first attempt that is not
 /// bounced. The unit goes back to the head of the queue (permit waits serve it before
 /// units not yet dispatched), and a Retry-After pauses the route's new attempts until
-/// then ([`super::pacing::Pacing`]). After [`MAX_BOUNCES`] the unit ends `unavailable`;
+/// then ([`super::pacing::Pacing`]). After `[execution] maxBounces` the unit ends `unavailable`;
 /// the review budget bounds the waits as any other.
 fn bounced(
     sh: &Shared,
@@ -137,7 +137,7 @@ fn bounced(
             ),
         ));
     }
-    if u.bounces >= MAX_BOUNCES {
+    if u.bounces >= sh.engine.exec.max_bounces {
         return Err(Stop::new(
             UnitStatus::Unavailable,
             format!(

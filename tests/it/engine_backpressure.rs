@@ -5,7 +5,7 @@
 use crate::engine_policy::{Timeline, exec, run_with};
 use crate::support::scripted::{Scripted, Step, units};
 use std::time::Duration;
-use warden::config::Routing;
+use warden::config::{Execution, Routing};
 use warden::engine::{Event, UnitStatus};
 
 const S: fn(u64) -> Duration = Duration::from_secs;
@@ -84,6 +84,25 @@ async fn eight_bounces_end_the_unit_unavailable_with_the_reason() {
         .collect();
     assert_eq!(bounces, (1..=8).collect::<Vec<_>>());
     assert_eq!(breaker_events(&tl), 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn max_bounces_sets_how_many_answers_of_back_pressure_a_unit_takes() {
+    // `[execution] maxBounces = 3`: the unit ends after its third "not now", not the eighth.
+    let a = Scripted::always("a", Step::RateLimited(S(1), S(1)));
+    let e = Execution {
+        max_bounces: 3,
+        ..exec()
+    };
+    let (r, _) = run_with(vec![(a.clone(), 1)], e, units(1)).await;
+    let u = &r.units[0];
+    assert_eq!(u.status, UnitStatus::Unavailable);
+    assert_eq!(a.calls(), 3);
+    assert!(
+        u.reason.contains("rate limited 3 times (back-pressure)"),
+        "{}",
+        u.reason
+    );
 }
 
 #[tokio::test(start_paused = true)]
