@@ -12,6 +12,7 @@ use crate::error::{Error, Result};
 use crate::fleet::breakers::FleetBreakers;
 use crate::fleet::bulkhead::{FleetBulkhead, FleetCap};
 use crate::fleet::pace::{PacedBulkhead, publisher};
+use crate::fleet::windows::FleetWindows;
 use crate::fleet::{Fleet, Upstream};
 use crate::plan::Plan;
 use crate::report::{self, Report};
@@ -176,6 +177,14 @@ fn with_fleet(engine: Engine, fleet: &Fleet, settings: &Settings) -> Engine {
     let exec = &settings.execution;
     let breakers = FleetBreakers::new(fleet.clone(), &upstreams, exec, Instant::now());
     let engine = engine.with_breakers(breakers);
+    // Rate-limit windows are the account's: one shared account of them (section 13).
+    let windows = FleetWindows::new(
+        fleet.clone(),
+        &upstreams,
+        exec.request_timeout,
+        exec.review_budget,
+    );
+    let engine = engine.with_shared_windows(windows);
     let local = settings.routes.iter().map(|r| r.max_concurrency);
     let budget = exec.review_budget;
     // Each permit first reads the fleet's shared back-pressure (section 13).

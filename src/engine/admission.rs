@@ -6,6 +6,7 @@
 use super::Shared;
 use super::breaker::{Admission, BreakerState};
 use super::bulkhead::{AnyWaited, Permit, Wake, wait_for_any_permit};
+use super::clock::deadline_after;
 use super::cost::{Refusal, Reservation};
 use super::events::{AttemptReason, Event};
 use super::outcome::UnitStatus;
@@ -13,6 +14,7 @@ use super::pacing::Paused;
 use super::retry::Stop;
 use super::route_picker::{OrderInput, Pick};
 use super::unit::{Slot, UnitRun, all_open, announce, not_started};
+use super::windows::SharedTake;
 use std::time::Duration;
 use tokio::time::{Instant, sleep_until};
 
@@ -155,20 +157,33 @@ fn reserve_cost(sh: &Shared, u: &UnitRun, route: usize) -> Result<Reservation, C
 }
 
 /// Takes one request and the attempt's estimated tokens of the route's rate-limit
-/// windows, or pauses the route until they reset.
-fn take_rate_limit(
-    sh: &Shared,
-    u: &UnitRun,
+/// windows, or pauses the route until they reset: this process's windows first (the
+/// floor), then, in fleet mode, the windows shared with the other processes. `Ok(true)`:
+/// the shared store took its part too, and is owed a settle.
+async fn take_rate_limit(
+    sh: &Shared<'_>,
+    u: &UnitRun<'_>,
     route: usize,
     now: Instant,
-) -> Result<(), Option<Paused>> {
+) -> Result<bool, Option<Paused>> {
     let r = &sh.engine.routes[route];
     let tokens = r
         .observed
         .lock()
         .expect("observed usage")
         .tokens(u.work.prompt.chars(), r.max_tokens);
-    sh.engine.pacing.take(route, now, tokens)
+    sh.engine.pacing.take(route, now, tokens)?;
+    let Some(shared) = &sh.engine.windows else {
+        return Ok(false);
+    };
+    match shared.take(route, tokens).await {
+        SharedTake::Go => Ok(true),
+        SharedTake::Short { reason, wait } => {
+            sh.engine.pacing.give_back(route, tokens);
+            let until = deadline_after(Instant::now(), wait);
+            Err(sh.engine.pacing.hold(route, until, reason))
+        }
+    }
 }
 
 /// Tells the event stream a route is paused (a Retry-After or its rate limit), and wakes
@@ -229,13 +244,16 @@ async fn admit(
         Err(CostWait::InFlight) => return Ok(Admitted::CostInFlight),
     };
     // Section 13: the rate limit's remaining requests and tokens must cover it.
-    if let Err(paused) = take_rate_limit(sh, u, route, now) {
-        sh.engine.cost.settle(reservation, None);
-        if let Some(p) = paused {
-            announce_pause(sh, route, p);
+    let shared_take = match take_rate_limit(sh, u, route, now).await {
+        Ok(shared) => shared,
+        Err(paused) => {
+            sh.engine.cost.settle(reservation, None);
+            if let Some(p) = paused {
+                announce_pause(sh, route, p);
+            }
+            return Ok(Admitted::Rechoose);
         }
-        return Ok(Admitted::Rechoose);
-    }
+    };
     let breakers = &sh.engine.breakers;
     let (admission, transition, hold) = breakers.admit_async(route, now).await;
     if let Some(t) = transition {
@@ -244,6 +262,10 @@ async fn admit(
     Ok(match admission {
         Admission::No => {
             sh.engine.cost.settle(reservation, None);
+            // No attempt after all: it is no longer in flight across the fleet.
+            if let (true, Some(shared)) = (shared_take, &sh.engine.windows) {
+                shared.settle(route, None).await;
+            }
             Admitted::Rechoose
         }
         Admission::Yes | Admission::Probe => Admitted::Slot(Slot {

@@ -20,6 +20,7 @@ pub mod retry;
 pub mod route_picker;
 pub mod shedder;
 mod unit;
+pub mod windows;
 
 pub use breaker::{Breaker, BreakerState};
 pub use breakers::{Breakers, Hold, LocalBreakers};
@@ -31,6 +32,7 @@ pub use outcome::{
 pub use retry::{RetryPolicy, Stop};
 pub use route_picker::{Ordered, RouteOrder, RoutePicker};
 pub use shedder::Shedder;
+pub use windows::{SharedTake, SharedWindows};
 
 use crate::config::{Execution, Prices, Route as ConfigRoute};
 use crate::prompt::Prompt;
@@ -193,6 +195,8 @@ pub struct Engine {
     changed: Notify,
     /// Routes paused by a back-pressure Retry-After.
     pacing: pacing::Pacing,
+    /// Rate-limit windows shared with other processes (fleet mode), over `pacing`.
+    windows: Option<Box<dyn SharedWindows>>,
 }
 
 impl Engine {
@@ -229,6 +233,7 @@ impl Engine {
             sink,
             changed: Notify::new(),
             pacing,
+            windows: None,
         };
         engine.apply_limits();
         engine
@@ -259,6 +264,13 @@ impl Engine {
     /// Replaces the breaker store (one per route, by index).
     pub fn with_breakers(mut self, breakers: impl Breakers + 'static) -> Self {
         self.breakers = Box::new(breakers);
+        self
+    }
+
+    /// Keeps the routes' rate-limit windows in `windows` too (shared with other
+    /// processes), the local pacing staying the floor.
+    pub fn with_shared_windows(mut self, windows: impl SharedWindows + 'static) -> Self {
+        self.windows = Some(Box::new(windows));
         self
     }
 

@@ -108,11 +108,24 @@ impl Budget {
     }
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct RoutePace {
     paused_until: Option<Instant>,
+    /// Why, while `paused_until` is set.
+    paused_for: PauseReason,
     requests: Option<Budget>,
     tokens: Option<Budget>,
+}
+
+impl Default for RoutePace {
+    fn default() -> Self {
+        RoutePace {
+            paused_until: None,
+            paused_for: PauseReason::RetryAfter,
+            requests: None,
+            tokens: None,
+        }
+    }
 }
 
 impl RoutePace {
@@ -124,10 +137,11 @@ impl RoutePace {
         }
     }
 
-    fn pause(&mut self, until: Instant) -> bool {
+    fn pause(&mut self, until: Instant, reason: PauseReason) -> bool {
         let longer = self.paused_until.is_none_or(|t| t < until);
         if longer {
             self.paused_until = Some(until);
+            self.paused_for = reason;
         }
         longer
     }
@@ -161,7 +175,7 @@ impl Pacing {
     /// Returns when the route's pause now ends.
     pub(crate) fn pause(&self, route: usize, now: Instant, retry_after: Duration) -> Instant {
         let mut p = self.route(route);
-        p.pause(deadline_after(now, retry_after));
+        p.pause(deadline_after(now, retry_after), PauseReason::RetryAfter);
         p.paused_until.expect("just paused")
     }
 
@@ -198,7 +212,7 @@ impl Pacing {
         if let Some(until) = p.paused_until {
             return Err(Some(Paused {
                 until,
-                reason: PauseReason::RetryAfter,
+                reason: p.paused_for,
             }));
         }
         let short =
@@ -207,7 +221,7 @@ impl Pacing {
             .map(|t| (t, PauseReason::Requests))
             .or_else(|| short(p.tokens, tokens.max(1)).map(|t| (t, PauseReason::Tokens)));
         if let Some((until, reason)) = wait {
-            let grew = p.pause(until);
+            let grew = p.pause(until, reason);
             return Err(grew.then_some(Paused { until, reason }));
         }
         if let Some(b) = p.requests.as_mut() {
@@ -217,6 +231,25 @@ impl Pacing {
             b.taken = b.taken.saturating_add(tokens);
         }
         Ok(())
+    }
+
+    /// Gives back what [`Pacing::take`] took for an attempt that does not start after all
+    /// (a shared window refused it).
+    pub(crate) fn give_back(&self, route: usize, tokens: u64) {
+        let mut p = self.route(route);
+        if let Some(b) = p.requests.as_mut() {
+            b.taken = b.taken.saturating_sub(1);
+        }
+        if let Some(b) = p.tokens.as_mut() {
+            b.taken = b.taken.saturating_sub(tokens);
+        }
+    }
+
+    /// Pauses `route` until `until` for `reason` (a window shared with other processes
+    /// cannot cover its next attempt). The pause, when it started or grew.
+    pub(crate) fn hold(&self, route: usize, until: Instant, reason: PauseReason) -> Option<Paused> {
+        let grew = self.route(route).pause(until, reason);
+        grew.then_some(Paused { until, reason })
     }
 }
 

@@ -105,3 +105,29 @@ async fn answers_out_of_order_never_raise_what_is_left_of_a_window() {
     }
     assert!(p.take(0, t1 + MS(10), 1).is_err(), "5 per window, not more");
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_take_given_back_is_free_again_and_a_held_route_says_why() {
+    let p = Pacing::new(1);
+    let t0 = Instant::now();
+    p.observe(0, &requests(Some(5), 1, MS(800)), t0, 0);
+    assert!(p.take(0, t0, 1).is_ok());
+    p.give_back(0, 1);
+    assert!(
+        p.take(0, t0, 1).is_ok(),
+        "the one left, given back, is left"
+    );
+    // Another process's window holds the route: paused for that reason until then.
+    let held = p
+        .hold(0, t0 + MS(300), PauseReason::Requests)
+        .expect("a new pause");
+    assert_eq!(held.until, t0 + MS(300));
+    assert_eq!(
+        p.hold(0, t0 + MS(100), PauseReason::Tokens),
+        None,
+        "not shorter"
+    );
+    let e = p.take(0, t0 + MS(10), 1).unwrap_err().unwrap();
+    assert_eq!((e.until, e.reason), (t0 + MS(300), PauseReason::Requests));
+    assert_eq!(p.paused_until(0, t0 + MS(300)), None);
+}

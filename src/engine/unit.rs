@@ -352,6 +352,12 @@ async fn attempt(
         let others = route.in_flight.load(Ordering::SeqCst) as u64;
         sh.engine.pacing.observe(slot.route, info, finished, others);
     }
+    // Fleet mode: the answer's headers go to the shared windows before the permit goes
+    // back, and the attempt is no longer in flight there.
+    if let Some(shared) = &sh.engine.windows {
+        let info = record.rate_limit.as_deref().cloned();
+        shared.settle(slot.route, info).await;
+    }
     drop(slot.permit);
     let verdict = sh
         .engine

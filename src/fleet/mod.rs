@@ -17,6 +17,7 @@ mod dial;
 mod floor;
 pub mod pace;
 pub mod upstream;
+pub mod windows;
 
 pub use connect::{Target, target, unused_caps_warning};
 pub use upstream::{Upstream, escape};

@@ -200,3 +200,140 @@ async fn a_route_with_no_success_in_its_window_still_opens() {
     assert!(breaker_events(&tl) >= 1);
     assert!(r.routes["a"].opens >= 1);
 }
+
+/// An account shared with other processes, in memory: route 0 may start `per_window`
+/// attempts per 10 s window (of the paused clock); route 1 has no shared window.
+struct SharedAccount {
+    per_window: u64,
+    start: tokio::time::Instant,
+    taken: std::sync::Mutex<std::collections::HashMap<u64, u64>>,
+    gos: std::sync::atomic::AtomicUsize,
+    settles: std::sync::atomic::AtomicUsize,
+}
+
+impl warden::engine::SharedWindows for SharedAccount {
+    fn take(
+        &self,
+        route: usize,
+        _tokens: u64,
+    ) -> futures_util::future::BoxFuture<'_, warden::engine::SharedTake> {
+        use std::sync::atomic::Ordering::SeqCst;
+        use warden::engine::SharedTake;
+        let since = self.start.elapsed();
+        let window = since.as_secs() / 10;
+        let mut taken = self.taken.lock().unwrap();
+        let n = taken.entry(window).or_insert(0);
+        let t = if route != 0 || *n < self.per_window {
+            *n += u64::from(route == 0);
+            self.gos.fetch_add(1, SeqCst);
+            SharedTake::Go
+        } else {
+            SharedTake::Short {
+                reason: warden::engine::pacing::PauseReason::Requests,
+                wait: S((window + 1) * 10) - since,
+            }
+        };
+        Box::pin(std::future::ready(t))
+    }
+
+    fn settle(
+        &self,
+        _route: usize,
+        _info: Option<warden::provider::ratelimit::RateLimitInfo>,
+    ) -> futures_util::future::BoxFuture<'_, ()> {
+        self.settles
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Box::pin(std::future::ready(()))
+    }
+}
+
+/// The engine owns its store: this one is the test's account, shared.
+struct Shared(std::sync::Arc<SharedAccount>);
+impl warden::engine::SharedWindows for Shared {
+    fn take(
+        &self,
+        route: usize,
+        tokens: u64,
+    ) -> futures_util::future::BoxFuture<'_, warden::engine::SharedTake> {
+        self.0.take(route, tokens)
+    }
+    fn settle(
+        &self,
+        route: usize,
+        info: Option<warden::provider::ratelimit::RateLimitInfo>,
+    ) -> futures_util::future::BoxFuture<'_, ()> {
+        self.0.settle(route, info)
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_shared_window_that_cannot_cover_an_attempt_pauses_the_route_and_spillover_takes_it() {
+    use std::sync::atomic::Ordering::SeqCst;
+    use warden::engine::{Engine, EngineRoute, Sink};
+    let a = Scripted::always("a", Step::Ok(S(1), 0));
+    let b = Scripted::always("b", Step::Ok(S(4), 0));
+    let mut e = exec();
+    e.routing = Routing::Spillover;
+    let start = tokio::time::Instant::now();
+    let account = std::sync::Arc::new(SharedAccount {
+        per_window: 2,
+        start,
+        taken: Default::default(),
+        gos: Default::default(),
+        settles: Default::default(),
+    });
+    let tl: crate::engine_policy::Timeline = Default::default();
+    let t = tl.clone();
+    let sink = Sink::new(move |ev| t.lock().unwrap().push((start.elapsed(), ev)));
+    let routes = vec![
+        EngineRoute::new(
+            a.clone() as std::sync::Arc<dyn warden::provider::Provider>,
+            4,
+        ),
+        EngineRoute::new(
+            b.clone() as std::sync::Arc<dyn warden::provider::Provider>,
+            4,
+        ),
+    ];
+    let r = Engine::new(routes, e, sink)
+        .with_shared_windows(Shared(account.clone()))
+        .run(units(12), tokio_util::sync::CancellationToken::new())
+        .await;
+    assert!(r.units.iter().all(|u| u.status == UnitStatus::Reviewed));
+    // Route a started no more than the shared window allowed in any window of it...
+    let mut per_window = std::collections::HashMap::<u64, usize>::new();
+    for (_, at, _) in a.log.lock().unwrap().iter() {
+        *per_window
+            .entry(at.duration_since(start).as_secs() / 10)
+            .or_default() += 1;
+    }
+    assert!(per_window.values().all(|n| *n <= 2), "{per_window:?}");
+    // ...the other route took the rest, and every attempt that went was settled once.
+    assert_eq!(a.calls() + b.calls(), 12);
+    assert!(b.calls() >= 4, "b took the work: {}", b.calls());
+    assert_eq!(account.gos.load(SeqCst), 12);
+    assert_eq!(account.settles.load(SeqCst), 12);
+    let paused: Vec<_> = tl
+        .lock()
+        .unwrap()
+        .iter()
+        .filter_map(|(_, e)| match e {
+            Event::RoutePaused {
+                route,
+                reason,
+                until,
+                ..
+            } => Some((route.clone(), *reason, *until)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        paused.first(),
+        Some(&(
+            "a".to_string(),
+            warden::engine::pacing::PauseReason::Requests,
+            S(10)
+        )),
+        "{paused:?}"
+    );
+}

@@ -9,6 +9,7 @@ mod half_open;
 mod hostile;
 mod pace;
 mod permits;
+mod windows;
 
 use crate::support::fake_provider::FakeProvider;
 use crate::support::redis::{RedisServer, free_port};
