@@ -377,13 +377,15 @@ fn two_processes_sharing_one_account_stay_within_its_rate_limit_and_both_complet
     let shared = two_paced_reviews(Some(&redis.url()), stagger);
     // Each process alone spends what the headers say the account has left, so the two
     // overdraw it; sharing one account, the fleet asks for little the account cannot give.
+    // Measured: 10 to 13 answers of 429 without sharing, 0 with it (a few could come at a
+    // window's edge on a loaded machine: the fake's window starts with its first request).
     assert!(
-        alone.refused >= 8,
+        alone.refused >= 6,
         "without sharing: {} 429s",
         alone.refused
     );
     assert!(
-        shared.refused <= 4 && shared.refused * 3 <= alone.refused,
+        shared.refused <= 3 && shared.refused * 2 < alone.refused,
         "with sharing {} 429s, without {}",
         shared.refused,
         alone.refused
