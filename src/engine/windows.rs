@@ -4,7 +4,7 @@
 //! processes that each read "R left" and each spend R overdraw the account N times. A
 //! [`SharedWindows`] store (the fleet's Redis, `crate::fleet::windows`) keeps one account
 //! of each upstream's windows for every process: an attempt's take is made there too, and
-//! every answer's headers go there. The local [`Pacing`](super::pacing::Pacing) stays the
+//! every answer's headers go there. The local `Pacing` (`pacing.rs`) stays the
 //! floor: an attempt starts only when both have room, and when the store has no word (off,
 //! or it knows nothing yet) the local pacing decides alone.
 

@@ -2,7 +2,8 @@
 //! a team's CI (`[fleet] redis`). A [`Fleet`] is one connection to that server; what is
 //! shared lives under keys named by [`Fleet::key`] / [`Fleet::upstream_key`] (each
 //! route's [`Upstream`], under the fleet's namespace): the engine's breakers
-//! ([`breakers::FleetBreakers`]) and permits ([`bulkhead::FleetBulkhead`]).
+//! ([`breakers::FleetBreakers`]) and permits ([`bulkhead::FleetBulkhead`]), back-pressure
+//! ([`pace`]) and the providers' rate-limit windows ([`windows::FleetWindows`]).
 //!
 //! Redis is a helper, never a dependency: every call is bounded ([`CALL_TIMEOUT`]), and
 //! the first call that fails (down, slow, refusing, wrong password, protocol garbage)
