@@ -316,7 +316,7 @@ pub struct InlineSkill {
 }
 
 /// `[execution] maxBounces` when unset: a unit's answers of back-pressure before it ends
-/// `unavailable` (DESIGN.md section 13, "[8]").
+/// `unavailable` (DESIGN.md section 13 gives 8).
 pub const DEFAULT_MAX_BOUNCES: u32 = 8;
 
 /// `[execution]` (DESIGN.md section 4).
