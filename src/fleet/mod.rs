@@ -17,6 +17,7 @@ mod connect;
 mod dial;
 mod floor;
 pub mod pace;
+mod pace_lease;
 pub mod upstream;
 pub mod windows;
 
