@@ -91,7 +91,9 @@ impl Budget {
         if now < self.reset_at {
             return Some(self);
         }
-        let limit = self.limit?;
+        // A limit of 0 would refill to nothing at every reset, and no attempt would start
+        // to hear better news: such a window is forgotten, as one without a limit.
+        let limit = self.limit.filter(|l| *l > 0)?;
         let length = self.length.max(Duration::from_millis(1));
         let behind = now.saturating_duration_since(self.reset_at);
         let windows = (behind.as_nanos() / length.as_nanos()) as u32 + 1;
@@ -215,8 +217,12 @@ impl Pacing {
                 reason: p.paused_for,
             }));
         }
-        let short =
-            |b: Option<Budget>, need: u64| b.filter(|b| b.left() < need).map(|b| b.reset_at);
+        // An attempt larger than the whole window (a small tokens-per-minute account)
+        // is never covered by a reset: it needs the window whole, not more than whole.
+        let short = |b: Option<Budget>, need: u64| {
+            b.filter(|b| b.left() < need.min(b.limit.unwrap_or(u64::MAX)).max(1))
+                .map(|b| b.reset_at)
+        };
         let wait = short(p.requests, 1)
             .map(|t| (t, PauseReason::Requests))
             .or_else(|| short(p.tokens, tokens.max(1)).map(|t| (t, PauseReason::Tokens)));

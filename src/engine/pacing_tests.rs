@@ -131,3 +131,54 @@ async fn a_take_given_back_is_free_again_and_a_held_route_says_why() {
     assert_eq!((e.until, e.reason), (t0 + MS(300), PauseReason::Requests));
     assert_eq!(p.paused_until(0, t0 + MS(300)), None);
 }
+
+fn tokens(limit: Option<u64>, remaining: u64, reset_after: Duration) -> RateLimitInfo {
+    RateLimitInfo {
+        requests: None,
+        tokens: Some(Window {
+            limit,
+            remaining,
+            reset_after,
+        }),
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_attempt_larger_than_the_whole_token_window_starts_once_the_window_is_whole() {
+    // A 1,000-token-a-minute account and an attempt estimated at 5,000: no reset ever
+    // covers it, so waiting for one is waiting for ever. Once the window is whole the
+    // attempt starts (the provider decides; a 429 is a bounce like any other).
+    let p = Pacing::new(1);
+    let t0 = Instant::now();
+    p.observe(0, &tokens(Some(1000), 200, S(60)), t0, 0);
+    let refused = p.take(0, t0, 5000).unwrap_err().expect("a pause");
+    assert_eq!(
+        (refused.until, refused.reason),
+        (t0 + S(60), PauseReason::Tokens)
+    );
+    let t1 = t0 + S(60);
+    assert!(
+        p.take(0, t1, 5000).is_ok(),
+        "the whole window is all there is"
+    );
+    assert!(
+        p.take(0, t1, 5000).is_err(),
+        "and it is spent until the next reset"
+    );
+    assert!(p.take(0, t1 + S(60), 5000).is_ok());
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_window_with_a_limit_of_zero_does_not_pause_the_route_for_ever() {
+    // "limit 0, remaining 0, reset 1s": rolled over, the window refills to 0 every second
+    // and no attempt would ever start to hear better news. A limit of 0 is not a window.
+    let p = Pacing::new(1);
+    let t0 = Instant::now();
+    p.observe(0, &requests(Some(0), 0, S(1)), t0, 0);
+    p.observe(0, &tokens(Some(0), 0, S(1)), t0, 0);
+    let _ = p.take(0, t0, 100);
+    assert!(
+        p.take(0, t0 + S(1), 100).is_ok(),
+        "still paused after the reset"
+    );
+}

@@ -64,6 +64,7 @@ pub(super) async fn run(sh: &Shared<'_>, index: usize, work: &UnitInfo) {
             if let Err(stop) = bounced(sh, &mut u, route, &record, started) {
                 return u.finish(sh, stop);
             }
+            back_off(sh, &u, &record).await;
             continue;
         }
         // Section 5: cut by the review budget or a signal, the unit is cancelled.
@@ -147,6 +148,33 @@ fn bounced(
         ));
     }
     Ok(())
+}
+
+/// The first wait after back-pressure that does not say when to come back; doubled with
+/// each further bounce, up to [`MAX_BOUNCE_BACKOFF`].
+const BOUNCE_BACKOFF: Duration = Duration::from_millis(250);
+
+/// The longest wait between two bounces without a Retry-After: with the default 8 bounces
+/// a unit waits out about 16 s of "not now" before it ends `unavailable`.
+const MAX_BOUNCE_BACKOFF: Duration = Duration::from_secs(4);
+
+/// Back-pressure without a Retry-After (a 529, a 429 that does not say when, or says
+/// `0`) is still "not now": without a wait, a unit would spend its bounces within a few
+/// round trips and end `unavailable` while the budget lasts. The unit (not the route:
+/// the limit already shrank for it) waits an exponential backoff, within its deadlines.
+async fn back_off(sh: &Shared<'_>, u: &UnitRun<'_>, record: &AttemptRecord) {
+    if record.retry_after.is_some_and(|d| !d.is_zero()) {
+        return; // the route's pause is the wait
+    }
+    let doublings = u.bounces.saturating_sub(1).min(8);
+    let wait = BOUNCE_BACKOFF
+        .saturating_mul(1 << doublings)
+        .min(MAX_BOUNCE_BACKOFF);
+    let until = deadline_after(Instant::now(), wait).min(u.wait_until(sh.review_deadline));
+    tokio::select! {
+        _ = tokio::time::sleep_until(until) => {}
+        _ = sh.cancel.cancelled() => {}
+    }
 }
 
 /// The last failed attempt, which shapes the next one.

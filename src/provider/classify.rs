@@ -62,12 +62,24 @@ pub fn classify_status(status: u16, headers: &HeaderMap, body: &[u8]) -> Failure
     let text = String::from_utf8_lossy(body).to_lowercase();
     let detail = error_message(body);
     let has = |needle: &str| text.contains(needle);
+    // Exhausted quota is a failure; a rate limit is a wait. Providers word their rate
+    // limits with quota words too (Azure links its "quotaincrease" page, Gemini counts
+    // "quota metric ... per minute", OpenRouter sells credits): words of a rate limit win
+    // over quota words, and only `insufficient_quota` itself wins over both.
+    let rate_words = has("rate limit")
+        || has("rate_limit")
+        || has("ratelimit")
+        || has("per minute")
+        || has("per second")
+        || has("retry after")
+        || has("try again in");
     let quota_words = has("insufficient_quota")
-        || has("quota")
-        || has("spend limit")
-        || has("spending limit")
-        || has("billing")
-        || has("credit");
+        || (!rate_words
+            && (has("quota")
+                || has("spend limit")
+                || has("spending limit")
+                || has("billing")
+                || has("credit")));
     let (outcome, what) = match status {
         429 if quota_words => (Outcome::Quota, "quota exhausted"),
         429 => (Outcome::RateLimited, "rate limited"),
@@ -232,6 +244,36 @@ mod tests {
         assert_eq!(bp(503, None, ""), (Outcome::Unavailable, false, None));
         assert_eq!(bp(500, Some("1"), ""), (Outcome::Unavailable, false, None));
         assert_eq!(bp(401, Some("1"), ""), (Outcome::Auth, false, None));
+    }
+
+    #[test]
+    fn a_rate_limit_that_links_to_a_quota_page_is_still_a_wait() {
+        // Azure OpenAI's 429 names a quota page; Gemini's per-minute limit is a "quota
+        // metric"; both say when to come back. Only an exhausted quota is a failure.
+        let azure = r#"{"error":{"code":"429","message":"Requests to the ChatCompletions_Create Operation under Azure OpenAI API version 2024-02-01 have exceeded token rate limit of your current OpenAI S0 pricing tier. Please retry after 6 seconds. Please go here: https://aka.ms/oai/quotaincrease if you would like to further increase the default rate limit."}}"#;
+        assert_eq!(
+            bp(429, Some("6"), azure),
+            (Outcome::RateLimited, true, Some(Duration::from_secs(6)))
+        );
+        assert_eq!(bp(429, None, azure).0, Outcome::RateLimited);
+        let gemini = r#"{"error":{"code":429,"message":"Quota exceeded for quota metric 'Generate Content API requests per minute' and limit 'GenerateContent request limit per minute for a region' of service 'generativelanguage.googleapis.com'","status":"RESOURCE_EXHAUSTED"}}"#;
+        assert_eq!(bp(429, None, gemini).0, Outcome::RateLimited);
+        let openrouter = r#"{"error":{"message":"Rate limit exceeded: free-models-per-min. Add 10 credits to unlock more","code":429}}"#;
+        assert_eq!(bp(429, Some("2"), openrouter).0, Outcome::RateLimited);
+        // Exhausted quota stays a failure, Retry-After or not, whatever else it says.
+        for quota in [
+            r#"{"error":{"message":"You exceeded your current quota, please check your plan and billing details.","type":"insufficient_quota","code":"insufficient_quota"}}"#,
+            r#"{"error":{"message":"rate limit: you exceeded your current quota","type":"insufficient_quota"}}"#,
+            r#"{"error":{"message":"Your credit balance is too low to access the API. Please go to Plans & Billing to purchase credits."}}"#,
+            r#"{"error":{"message":"monthly spend limit reached"}}"#,
+        ] {
+            assert_eq!(
+                bp(429, Some("1"), quota),
+                (Outcome::Quota, false, None),
+                "{quota}"
+            );
+            assert_eq!(bp(429, None, quota).0, Outcome::Quota, "{quota}");
+        }
     }
 
     #[test]

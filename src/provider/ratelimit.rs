@@ -150,6 +150,12 @@ impl Parser<'_> {
             );
             return None;
         }
+        if lim == Some(0) {
+            // Refilled to nothing at every reset, it would pause the route for ever.
+            let v = self.value(limit).unwrap_or_default();
+            self.warn(limit, &v, "a limit of 0 allows nothing, ever");
+            return None;
+        }
         if let Some(l) = lim
             && rem > l
         {
@@ -487,6 +493,15 @@ mod tests {
         rejected_openai("60", "0", "1h0m0s", "further away than the 10m0s");
         rejected_openai("60", "0", "99999999999999999999h", "further away");
         rejected_openai("60", "61", "1s", "more remaining than the limit of 60");
+        rejected_openai("0", "0", "1s", "a limit of 0 allows nothing");
+        rejected(
+            &[
+                ("anthropic-ratelimit-tokens-limit", "0"),
+                ("anthropic-ratelimit-tokens-remaining", "0"),
+                ("anthropic-ratelimit-tokens-reset", "2026-12-01T15:00:01Z"),
+            ],
+            "anthropic-ratelimit-tokens-limit",
+        );
         rejected(
             &[
                 ("anthropic-ratelimit-requests-remaining", "1"),

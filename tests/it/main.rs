@@ -20,6 +20,7 @@ mod fleet;
 mod fleet_redis;
 mod fuzz_corpus;
 mod gateway;
+mod hostile_backpressure;
 mod hostile_provider;
 mod install_script;
 mod invariant;

@@ -65,6 +65,20 @@ pub enum Behavior {
     Html,
     /// The normal streamed answer with every `\n` written as this line end.
     LineEnds(String, &'static str),
+    /// A status with these headers and no length, then a body that never ends: one
+    /// byte of an error document every `every` (a slow gateway, or a slowloris).
+    StatusTrickle {
+        code: u16,
+        headers: Vec<(String, String)>,
+        every: Duration,
+    },
+    /// A status with these headers, then a body of `bytes` bytes (an error document
+    /// padded with spaces), as fast as the client reads.
+    StatusHuge {
+        code: u16,
+        headers: Vec<(String, String)>,
+        bytes: usize,
+    },
 }
 
 impl Behavior {
@@ -530,6 +544,57 @@ impl Wire {
                 head.push_str("\r\n");
                 let _ = wr.write_all(head.as_bytes()).await;
                 let _ = wr.write_all(body.as_bytes()).await;
+            }
+            Behavior::StatusTrickle {
+                code,
+                headers,
+                every,
+            } => {
+                let mut head = format!(
+                    "HTTP/1.1 {code} Fake\r\ncontent-type: application/json\r\nconnection: close\r\n"
+                );
+                for (k, v) in headers {
+                    head.push_str(&format!("{k}: {v}\r\n"));
+                }
+                head.push_str("\r\n");
+                if wr.write_all(head.as_bytes()).await.is_err() {
+                    return;
+                }
+                let doc = br#"{"error": {"message": "slow down", "type": "rate_limit_error"}}"#;
+                for b in doc.iter().chain(std::iter::repeat(&b' ')) {
+                    tokio::time::sleep(*every).await;
+                    if wr.write_all(&[*b]).await.is_err() || wr.flush().await.is_err() {
+                        return;
+                    }
+                }
+            }
+            Behavior::StatusHuge {
+                code,
+                headers,
+                bytes,
+            } => {
+                let doc = r#"{"error": {"message": "slow down", "type": "rate_limit_error"}}"#;
+                let mut head = format!(
+                    "HTTP/1.1 {code} Fake\r\ncontent-type: application/json\r\ncontent-length: {bytes}\r\nconnection: close\r\n"
+                );
+                for (k, v) in headers {
+                    head.push_str(&format!("{k}: {v}\r\n"));
+                }
+                head.push_str("\r\n");
+                if wr.write_all(head.as_bytes()).await.is_err()
+                    || wr.write_all(doc.as_bytes()).await.is_err()
+                {
+                    return;
+                }
+                let pad = vec![b' '; 64 * 1024];
+                let mut left = bytes.saturating_sub(doc.len());
+                while left > 0 {
+                    let n = left.min(pad.len());
+                    if wr.write_all(&pad[..n]).await.is_err() {
+                        return;
+                    }
+                    left -= n;
+                }
             }
             Behavior::Garbage => {
                 let body = if self.stream {
