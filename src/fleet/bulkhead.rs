@@ -14,7 +14,7 @@ use futures_util::future::BoxFuture;
 use std::sync::LazyLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
-use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
 
 static ACQUIRE: LazyLock<redis::Script> =
     LazyLock::new(|| redis::Script::new(include_str!("lua/permit_acquire.lua")));
@@ -70,8 +70,8 @@ impl FleetBulkhead {
 
     /// With the local permit in hand, waits for a fleet permit of `route` (if it has a
     /// fleet cap and the fleet is on). Dropping this future gives both up; dropped while
-    /// its script is on the wire (a spillover wait that another route won), a lease the
-    /// script took is never seen here and runs out after one request deadline.
+    /// its script is on the wire (a spillover wait that another route won), the script
+    /// finishes in its own task and a lease it took is given back (see `try_take`).
     async fn with_fleet_permit(&self, route: usize, local: Permit) -> Permit {
         let Some((key, cap)) = self.caps[route].clone() else {
             return local;
@@ -82,14 +82,7 @@ impl FleetBulkhead {
                 return local;
             }
             let id = format!("{}-{}", self.me, self.next.fetch_add(1, Ordering::Relaxed));
-            let mut inv = ACQUIRE.prepare_invoke();
-            inv.key(&key).arg(cap).arg(lease_ms).arg(&id);
-            let taken: Result<u8, _> = self
-                .fleet
-                .call("taking a fleet permit", |mut c| async move {
-                    inv.invoke_async(&mut c).await
-                })
-                .await;
+            let taken = self.try_take(&key, cap, lease_ms, &id).await;
             match taken {
                 Ok(1) => return self.held(local, key, id),
                 Ok(0) => {
@@ -106,28 +99,73 @@ impl FleetBulkhead {
         }
     }
 
+    /// One try at a fleet permit. The script runs in its own task: a wait dropped while
+    /// it is on the wire (another route's permit came first, a pause made the unit choose
+    /// again, cancellation) would leave its reply to arrive with no read grant, which fails
+    /// the connection and turns the fleet off; a permit it took for a wait that is gone is
+    /// given back.
+    async fn try_take(
+        &self,
+        key: &str,
+        cap: usize,
+        lease_ms: u64,
+        id: &str,
+    ) -> Result<u8, super::FleetError> {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let (fleet, key, id) = (self.fleet.clone(), key.to_string(), id.to_string());
+        tokio::spawn(async move {
+            let mut inv = ACQUIRE.prepare_invoke();
+            inv.key(&key).arg(cap).arg(lease_ms).arg(&id);
+            let taken: Result<u8, _> = fleet
+                .call("taking a fleet permit", |mut c| async move {
+                    inv.invoke_async(&mut c).await
+                })
+                .await;
+            if let Err(Ok(1)) = tx.send(taken) {
+                give_back(fleet, key, id).await;
+            }
+        });
+        rx.await.unwrap_or(Err(super::FleetError::Off))
+    }
+
     fn held(&self, local: Permit, key: String, id: String) -> Permit {
-        let renewer = tokio::spawn(renew(
+        let stop = CancellationToken::new();
+        tokio::spawn(renew(
             self.fleet.clone(),
             key.clone(),
             id.clone(),
             self.lease,
+            stop.clone(),
         ));
         Permit::new(Leased {
             _local: local,
             fleet: self.fleet.clone(),
             key,
             id,
-            renewer,
+            stop,
         })
     }
 }
 
-/// Renews a permit's lease every third of it while the attempt runs.
-async fn renew(fleet: Fleet, key: String, id: String, lease: Duration) {
+/// Gives a permit back.
+async fn give_back(fleet: Fleet, key: String, id: String) {
+    let _ = fleet
+        .query::<u8>(
+            "giving back a fleet permit",
+            redis::cmd("ZREM").arg(key).arg(id).clone(),
+        )
+        .await;
+}
+
+/// Renews a permit's lease every third of it while the attempt runs; stops when told to,
+/// between calls (aborting the task could drop a call on the wire, see `try_take`).
+async fn renew(fleet: Fleet, key: String, id: String, lease: Duration, stop: CancellationToken) {
     let lease_ms = ms(lease);
     loop {
-        tokio::time::sleep(lease / 3).await;
+        tokio::select! {
+            _ = stop.cancelled() => return,
+            _ = tokio::time::sleep(lease / 3) => {}
+        }
         let (key, id) = (key.clone(), id.clone());
         let renewed = fleet
             .call("renewing a fleet permit", |mut c| async move {
@@ -151,12 +189,13 @@ struct Leased {
     fleet: Fleet,
     key: String,
     id: String,
-    renewer: JoinHandle<()>,
+    /// Stops the renewer between calls.
+    stop: CancellationToken,
 }
 
 impl Drop for Leased {
     fn drop(&mut self) {
-        self.renewer.abort();
+        self.stop.cancel();
         let (fleet, key, id) = (
             self.fleet.clone(),
             std::mem::take(&mut self.key),
@@ -164,14 +203,7 @@ impl Drop for Leased {
         );
         // Outside a runtime (shutting down) the lease simply runs out.
         if let Ok(rt) = tokio::runtime::Handle::try_current() {
-            rt.spawn(async move {
-                let _ = fleet
-                    .query::<u8>(
-                        "giving back a fleet permit",
-                        redis::cmd("ZREM").arg(key).arg(id).clone(),
-                    )
-                    .await;
-            });
+            rt.spawn(give_back(fleet, key, id));
         }
     }
 }

@@ -19,7 +19,7 @@ use super::{Fleet, ms};
 use crate::engine::limit::PROBE_AFTER;
 use std::sync::LazyLock;
 use std::time::Duration;
-use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
 
 static TAKE: LazyLock<redis::Script> =
     LazyLock::new(|| redis::Script::new(include_str!("lua/pace_lease.lua")));
@@ -126,26 +126,32 @@ pub(crate) struct Lease {
     fleet: Fleet,
     key: String,
     id: String,
-    renewer: JoinHandle<()>,
+    /// Stops the renewer between calls (aborting it could drop a call on the wire).
+    stop: CancellationToken,
 }
 
 impl Lease {
     fn held(fleet: Fleet, key: String, id: String) -> Lease {
-        let renewer = tokio::spawn(renew(fleet.clone(), key.clone(), id.clone()));
+        let stop = CancellationToken::new();
+        tokio::spawn(renew(fleet.clone(), key.clone(), id.clone(), stop.clone()));
         Lease {
             fleet,
             key,
             id,
-            renewer,
+            stop,
         }
     }
 }
 
-/// Renews a lease every third of [`LEASE`] while its attempt runs; stops when the lease
-/// is gone (it ran out: the process was stalled longer than a lease) or the fleet is off.
-async fn renew(fleet: Fleet, key: String, id: String) {
+/// Renews a lease every third of [`LEASE`] while its attempt runs; stops when told to (a
+/// call under way is finished first), when the lease is gone (it ran out: the process was
+/// stalled longer than a lease) or when the fleet is off.
+async fn renew(fleet: Fleet, key: String, id: String, stop: CancellationToken) {
     loop {
-        tokio::time::sleep(LEASE / 3).await;
+        tokio::select! {
+            _ = stop.cancelled() => return,
+            _ = tokio::time::sleep(LEASE / 3) => {}
+        }
         let (key, id) = (key.clone(), id.clone());
         let renewed = fleet
             .call(
@@ -168,7 +174,7 @@ async fn renew(fleet: Fleet, key: String, id: String) {
 
 impl Drop for Lease {
     fn drop(&mut self) {
-        self.renewer.abort();
+        self.stop.cancel();
         let key = std::mem::take(&mut self.key);
         let id = std::mem::take(&mut self.id);
         // Outside a runtime (shutting down) the lease simply runs out.
