@@ -214,7 +214,13 @@ pub(crate) async fn exchange(
         return ex;
     }
     if !resp.status().is_success() {
-        let body = error_body(&mut resp, clocks.total_at, &mut ex.bytes).await;
+        // An error document is short and sent at once: one that trickles (or never
+        // comes) after its headers would hold the attempt and its permit to the total
+        // deadline, for an answer whose status already said what it is.
+        let until = Instant::now()
+            .checked_add(limits.idle)
+            .map_or(clocks.total_at, |t| t.min(clocks.total_at));
+        let body = error_body(&mut resp, until, &mut ex.bytes).await;
         ex.result = Err(classify::classify_status(status, &headers, &body));
         ex.duration = t0.elapsed();
         return ex;
@@ -275,7 +281,8 @@ fn request_id(headers: &reqwest::header::HeaderMap) -> Option<String> {
         .map(str::to_string)
 }
 
-/// An error response's body, up to [`MAX_ERROR_BODY`] and the total deadline.
+/// An error response's body, up to [`MAX_ERROR_BODY`] and `until` (what arrived by then
+/// is classified).
 async fn error_body(resp: &mut reqwest::Response, until: Instant, bytes: &mut u64) -> Vec<u8> {
     let mut body = Vec::new();
     while body.len() < MAX_ERROR_BODY {
