@@ -107,15 +107,19 @@ end
 if ARGV[1] == 'take' then
   local need = math.max(tonumber(ARGV[5]), 1)
   local req, tok = roll(load(KEYS[1])), roll(load(KEYS[2]))
+  -- An attempt larger than the whole window (a small tokens-per-minute account) is never
+  -- covered by a reset: it needs the window whole, not more than whole.
+  local cover = need
+  if tok and tok.lim and cover > tok.lim then cover = tok.lim end
   local short = nil
   if req and req.left < 1 then
     short = {2, req.reset - now, req.len}
-  elseif tok and tok.left < need then
+  elseif tok and tok.left < cover then
     short = {3, tok.reset - now, tok.len}
   end
   if short == nil then
     if req then req.left = req.left - 1 end
-    if tok then tok.left = tok.left - need end
+    if tok then tok.left = math.max(tok.left - need, 0) end
   end
   save(KEYS[1], req)
   save(KEYS[2], tok)

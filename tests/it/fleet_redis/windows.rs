@@ -133,6 +133,34 @@ fn tokens_are_shared_too_and_a_crashed_process_s_attempts_stop_counting() {
     assert!(seen.lock().unwrap().is_empty(), "{:?}", seen.lock());
 }
 
+#[test]
+fn an_attempt_larger_than_the_whole_shared_token_window_goes_once_the_window_is_whole() {
+    // A 1,000-token window and an attempt estimated at 5,000: no reset ever covers it,
+    // so "short until the reset" would be short for ever. Whole, the window lets it go.
+    let redis = RedisServer::start();
+    let rt = runtime();
+    let (w, seen) = warnings();
+    rt.block_on(async {
+        let a = process(&redis, "big", w).await;
+        let tokens = RateLimitInfo {
+            requests: None,
+            tokens: Some(Window {
+                limit: Some(1_000),
+                remaining: 400,
+                reset_after: MS(500),
+            }),
+        };
+        a.settle(0, Some(tokens)).await;
+        let t = a.take(0, 5_000).await;
+        assert!(is_short(t, PauseReason::Tokens, MS(500)), "{t:?}");
+        tokio::time::sleep(MS(550)).await;
+        assert_eq!(a.take(0, 5_000).await, SharedTake::Go, "the whole window");
+        let t = a.take(0, 5_000).await;
+        assert!(is_short(t, PauseReason::Tokens, MS(500)), "spent: {t:?}");
+    });
+    assert!(seen.lock().unwrap().is_empty(), "{:?}", seen.lock());
+}
+
 /// Redis's clock in ms (the script's), to plant windows relative to it.
 fn redis_now_ms(c: &mut ::redis::Connection) -> i64 {
     let (s, us): (i64, i64) = ::redis::cmd("TIME").query(c).unwrap();
