@@ -10,7 +10,7 @@ use super::clock::deadline_after;
 use super::cost::{Refusal, Reservation};
 use super::events::{AttemptReason, Event};
 use super::outcome::UnitStatus;
-use super::pacing::Paused;
+use super::pacing::{PauseReason, Paused};
 use super::retry::Stop;
 use super::route_picker::{OrderInput, Pick};
 use super::unit::{Slot, UnitRun, all_open, announce, not_started};
@@ -394,7 +394,8 @@ async fn wait_for_resume(
         return Err(Stop::new(
             UnitStatus::Unavailable,
             format!(
-                "rate limited: every route that admits calls is paused by Retry-After for {} more, which the {which} does not allow ({} left)",
+                "rate limited: every route that admits calls is paused by {} for {} more, which the {which} does not allow ({} left)",
+                paused_by(sh, resume, now),
                 crate::config::format_duration(wait),
                 crate::config::format_duration(until.saturating_duration_since(now)),
             ),
@@ -407,6 +408,20 @@ async fn wait_for_resume(
         _ = sleep_until(resume) => {}
     }
     Ok(())
+}
+
+/// What paused the route that resumes at `resume`, as the unit's reason says it: a
+/// window the rate-limit headers said was spent is not a Retry-After.
+fn paused_by(sh: &Shared, resume: Instant, now: Instant) -> &'static str {
+    let reason = (0..sh.engine.routes.len())
+        .filter_map(|r| sh.engine.pacing.paused(r, now))
+        .find(|p| p.until == resume)
+        .map(|p| p.reason);
+    match reason {
+        Some(PauseReason::Requests) => "its rate-limit headers (no request left until the reset)",
+        Some(PauseReason::Tokens) => "its rate-limit headers (too few tokens left until the reset)",
+        Some(PauseReason::RetryAfter) | None => "Retry-After",
+    }
 }
 
 /// No route admits calls. A first attempt waits, within its budget, for an open breaker

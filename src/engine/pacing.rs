@@ -188,6 +188,16 @@ impl Pacing {
         p.paused_until
     }
 
+    /// The pause of `route` at `now`, with why, if it is paused.
+    pub(crate) fn paused(&self, route: usize, now: Instant) -> Option<Paused> {
+        let mut p = self.route(route);
+        p.roll(now);
+        p.paused_until.map(|until| Paused {
+            until,
+            reason: p.paused_for,
+        })
+    }
+
     /// An answer's rate-limit headers, read at `now`; `in_flight`: the route's other
     /// attempts in flight (counted as spoken for).
     pub(crate) fn observe(&self, route: usize, info: &RateLimitInfo, now: Instant, in_flight: u64) {

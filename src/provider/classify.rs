@@ -133,12 +133,23 @@ pub fn retry_after(headers: &HeaderMap) -> Option<Duration> {
     if let Ok(secs) = v.parse::<f64>() {
         return clamped_secs(secs);
     }
-    let at = httpdate::parse_http_date(v).ok()?;
-    Some(
-        at.duration_since(SystemTime::now())
-            .unwrap_or(Duration::ZERO)
-            .min(MAX_RETRY_AFTER),
-    )
+    if let Ok(at) = httpdate::parse_http_date(v) {
+        // Measured from the answer's own Date when it has one (RFC 9110, 10.2.3): a
+        // server whose clock is off by an hour still means "in 3 s", not "in an hour
+        // and 3 s" or "now".
+        let sent = get("date")
+            .and_then(|d| httpdate::parse_http_date(d).ok())
+            .unwrap_or_else(SystemTime::now);
+        return Some(
+            at.duration_since(sent)
+                .unwrap_or(Duration::ZERO)
+                .min(MAX_RETRY_AFTER),
+        );
+    }
+    // Two headers folded into one by a proxy (`1, 30`): the first one counts, as it
+    // does when they arrive apart.
+    let first = v.split(',').next()?.trim();
+    clamped_secs(first.parse::<f64>().ok()?)
 }
 
 fn clamped_secs(secs: f64) -> Option<Duration> {
@@ -291,6 +302,35 @@ mod tests {
             d > Duration::from_secs(25) && d <= Duration::from_secs(30),
             "{d:?}"
         );
+    }
+
+    #[test]
+    fn a_retry_after_date_is_read_against_the_answers_own_date() {
+        // A server clock in 2015 (or an hour ahead) still means "in 3 s".
+        for date in [
+            "Wed, 21 Oct 2015 07:28:00 GMT",
+            &httpdate::fmt_http_date(SystemTime::now() + Duration::from_secs(3600)),
+        ] {
+            let at = httpdate::parse_http_date(date).unwrap() + Duration::from_secs(3);
+            let mut h = HeaderMap::new();
+            h.insert("date", date.parse().unwrap());
+            h.insert("retry-after", httpdate::fmt_http_date(at).parse().unwrap());
+            assert_eq!(retry_after(&h), Some(Duration::from_secs(3)), "{date}");
+        }
+        // A garbage Date: measured from now, as without one.
+        let mut h = HeaderMap::new();
+        h.insert("date", "yesterday".parse().unwrap());
+        h.insert(
+            "retry-after",
+            "Wed, 21 Oct 2015 07:28:03 GMT".parse().unwrap(),
+        );
+        assert_eq!(retry_after(&h), Some(Duration::ZERO));
+        // Folded by a proxy: the first counts.
+        let mut h = HeaderMap::new();
+        h.insert("retry-after", "2, 99999".parse().unwrap());
+        assert_eq!(retry_after(&h), Some(Duration::from_secs(2)));
+        h.insert("retry-after", "soon, 2".parse().unwrap());
+        assert_eq!(retry_after(&h), None);
     }
 
     #[test]

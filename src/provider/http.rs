@@ -203,8 +203,8 @@ pub(crate) async fn exchange(
     if super::litellm::is_gateway_response(&headers) {
         ex.gateway = Some("litellm");
     }
-    (ex.rate_limit, ex.rate_limit_warning) =
-        super::ratelimit::parse(&headers, std::time::SystemTime::now());
+    let sent = super::ratelimit::answer_time(&headers, std::time::SystemTime::now());
+    (ex.rate_limit, ex.rate_limit_warning) = super::ratelimit::parse(&headers, sent);
     let mut resp = resp;
 
     if resp.status().is_redirection() {

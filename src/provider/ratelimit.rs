@@ -61,6 +61,18 @@ enum ResetKind {
     EpochMs,
 }
 
+/// When the answer was sent, by its own `Date` header (else `arrived`). Anthropic and
+/// OpenRouter resets are instants on the server's clock: measured against the server's
+/// Date, a server clock off by an hour still paces by the seconds it means (the Date's
+/// whole seconds err on the side of a longer wait, by under one).
+pub fn answer_time(headers: &HeaderMap, arrived: SystemTime) -> SystemTime {
+    headers
+        .get(reqwest::header::DATE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| httpdate::parse_http_date(v.trim()).ok())
+        .unwrap_or(arrived)
+}
+
 /// Reads the rate-limit headers of one answer, `now` being when it arrived. Returns the
 /// windows that parsed and were plausible, and a warning for the first header that was
 /// dropped (`None` when none was).
@@ -406,6 +418,36 @@ mod tests {
             Some(w(Some(48_000), 47_000, 0)),
             "the combined window wins; a reset in the past is now"
         );
+    }
+
+    #[test]
+    fn instants_are_read_against_the_answers_own_date() {
+        // The server's clock is in 2015; its resets are 12 s and 2.5 s after its Date.
+        let date = "Wed, 21 Oct 2015 07:28:00 GMT";
+        let sent = httpdate::parse_http_date(date).unwrap();
+        let ms = (sent.duration_since(UNIX_EPOCH).unwrap() + Duration::from_millis(2500))
+            .as_millis()
+            .to_string();
+        let h = headers(&[
+            ("date", date),
+            ("anthropic-ratelimit-requests-remaining", "0"),
+            ("anthropic-ratelimit-requests-reset", "2015-10-21T07:28:12Z"),
+            ("x-ratelimit-remaining", "0"),
+            ("x-ratelimit-reset", &ms),
+        ]);
+        let at = answer_time(&h, now());
+        assert_eq!(at, sent);
+        let (info, warning) = parse(&h, at);
+        assert_eq!(warning, None);
+        assert_eq!(info.unwrap().requests, Some(w(None, 0, 12_000)));
+        let h = headers(&[("x-ratelimit-remaining", "0"), ("x-ratelimit-reset", &ms)]);
+        assert_eq!(
+            parse(&h, answer_time(&h, sent)).0.unwrap().requests,
+            Some(w(None, 0, 2500))
+        );
+        // No Date, or garbage: when it arrived.
+        assert_eq!(answer_time(&headers(&[("date", "soon")]), now()), now());
+        assert_eq!(answer_time(&HeaderMap::new(), now()), now());
     }
 
     #[test]

@@ -571,4 +571,35 @@ mod wire_bounds {
             );
         }
     }
+
+    #[test]
+    fn a_window_spent_past_the_budget_ends_the_waiting_units_at_once_naming_the_headers() {
+        // Every answer: no request left for 10 minutes (the longest window warden paces
+        // by). The first unit is reviewed; the others cannot start within a 20 s budget:
+        // they end at once, not at the budget, and say it was the rate-limit headers.
+        let fake = FakeProvider::start();
+        let headers = [
+            ("x-ratelimit-limit-requests", "100"),
+            ("x-ratelimit-remaining-requests", "0"),
+            ("x-ratelimit-reset-requests", "10m0s"),
+        ];
+        let (_, v, stderr) = three_answers_with(&fake, "spent", &headers);
+        let u = units(&v);
+        assert_eq!(
+            u.iter().filter(|u| u["status"] == "reviewed").count(),
+            1,
+            "{stderr}"
+        );
+        for u in u.iter().filter(|u| u["status"] != "reviewed") {
+            let reason = u["reason"].as_str().unwrap();
+            assert!(reason.contains("rate-limit headers"), "{reason}");
+            assert!(!reason.contains("Retry-After"), "{reason}");
+        }
+        assert_eq!(fake.requests_for("spent").len(), 1);
+        assert!(
+            v["durationMs"].as_u64().unwrap() < 20_000,
+            "waited for the budget"
+        );
+        fake.answer_headers(&[]);
+    }
 }
