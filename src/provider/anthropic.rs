@@ -74,9 +74,10 @@ impl Decoder for AnthropicDecoder {
             kind
         };
         match kind {
-            "error" => Err(Failure::new(
-                Outcome::Unavailable,
+            "error" => Err(super::classify::error_in_answer(
+                v.get("error").unwrap_or(&v),
                 format!("error inside the stream: {}", error_of(&v)),
+                self.answer.text.is_empty(),
             )),
             "message_start" => {
                 if let Some(m) = v.get("message") {
@@ -126,9 +127,10 @@ impl Decoder for AnthropicDecoder {
     fn body(&mut self, body: &[u8]) -> Result<Answer, Failure> {
         let v = super::http::json_body(body)?;
         if v.get("type").and_then(Value::as_str) == Some("error") {
-            return Err(Failure::new(
-                Outcome::Unavailable,
+            return Err(super::classify::error_in_answer(
+                v.get("error").unwrap_or(&v),
                 format!("error in a 200 response: {}", error_of(&v)),
+                true,
             ));
         }
         self.message_meta(&v);

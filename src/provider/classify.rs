@@ -115,6 +115,37 @@ pub fn classify_status(status: u16, headers: &HeaderMap, body: &[u8]) -> Failure
     f
 }
 
+/// An error a 200 answer carries, in its stream or as its whole body (`error`: the error
+/// object). Before any content it is back-pressure when it says "not now" (section 13):
+/// Anthropic streams `overloaded_error` and `rate_limit_error` inside a 200, and
+/// OpenRouter and LiteLLM stream their upstream's 429 as `{"error": {"code": 429}}`.
+/// After content the model worked: it is a failure, as any other error there.
+pub(crate) fn error_in_answer(error: &Value, reason: String, before_content: bool) -> Failure {
+    let word = |k: &str| match error.get(k) {
+        Some(Value::String(s)) => s.to_ascii_lowercase(),
+        Some(Value::Number(n)) => n.to_string(),
+        _ => String::new(),
+    };
+    let words = [word("type"), word("code")];
+    let quota = words.iter().any(|w| w.contains("quota"));
+    let rate = words.iter().any(|w| w == "429" || w.contains("rate_limit"));
+    let overloaded = words
+        .iter()
+        .any(|w| w == "529" || w.starts_with("overloaded"));
+    if !before_content || quota || !(rate || overloaded) {
+        return Failure::new(Outcome::Unavailable, reason);
+    }
+    let outcome = if rate {
+        Outcome::RateLimited
+    } else {
+        Outcome::Unavailable
+    };
+    Failure {
+        backpressure: true,
+        ..Failure::new(outcome, reason)
+    }
+}
+
 /// The longest Retry-After warden keeps. Providers send what they like (`1e20`,
 /// `18446744073709551615`); anything longer than any budget is simply "too long", and
 /// clamping keeps every later `Instant + Duration` in range.
@@ -284,6 +315,41 @@ mod tests {
                 "{quota}"
             );
             assert_eq!(bp(429, None, quota).0, Outcome::Quota, "{quota}");
+        }
+    }
+
+    #[test]
+    fn an_error_inside_a_200_is_back_pressure_only_before_content_and_only_not_now() {
+        let e = |v: &str, before: bool| {
+            let f = error_in_answer(&serde_json::from_str(v).unwrap(), "r".into(), before);
+            (f.outcome, f.backpressure)
+        };
+        let not_now = [
+            (
+                r#"{"type":"overloaded_error","message":"Overloaded"}"#,
+                Outcome::Unavailable,
+            ),
+            (r#"{"type":"rate_limit_error"}"#, Outcome::RateLimited),
+            (r#"{"code":429,"message":"upstream"}"#, Outcome::RateLimited),
+            (r#"{"code":"rate_limit_exceeded"}"#, Outcome::RateLimited),
+            (r#"{"code":529}"#, Outcome::Unavailable),
+        ];
+        for (v, outcome) in not_now {
+            assert_eq!(e(v, true), (outcome, true), "{v}");
+            assert_eq!(
+                e(v, false),
+                (Outcome::Unavailable, false),
+                "after content: {v}"
+            );
+        }
+        for v in [
+            r#"{"type":"insufficient_quota","code":429}"#,
+            r#"{"type":"api_error","message":"rate limit? no"}"#,
+            r#"{"code":500}"#,
+            r#"{"code":null,"type":["overloaded_error"]}"#,
+            r#""overloaded_error""#,
+        ] {
+            assert_eq!(e(v, true), (Outcome::Unavailable, false), "{v}");
         }
     }
 

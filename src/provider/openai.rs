@@ -73,9 +73,10 @@ impl Decoder for OpenAiDecoder {
             )
         })?;
         if let Some(msg) = error_in(&v) {
-            return Err(Failure::new(
-                Outcome::Unavailable,
+            return Err(super::classify::error_in_answer(
+                &v["error"],
                 format!("error inside the stream: {msg}"),
+                self.answer.text.is_empty(),
             ));
         }
         self.meta(&v);
@@ -121,9 +122,10 @@ impl Decoder for OpenAiDecoder {
     fn body(&mut self, body: &[u8]) -> Result<Answer, Failure> {
         let v = super::http::json_body(body)?;
         if let Some(msg) = error_in(&v) {
-            return Err(Failure::new(
-                Outcome::Unavailable,
+            return Err(super::classify::error_in_answer(
+                &v["error"],
                 format!("error in a 200 response: {msg}"),
+                true,
             ));
         }
         self.meta(&v);

@@ -65,6 +65,9 @@ pub enum Behavior {
     Html,
     /// The normal streamed answer with every `\n` written as this line end.
     LineEnds(String, &'static str),
+    /// 200 (an event stream when streaming), then exactly these bytes, then close: an
+    /// error as the answer's first event, or as its whole body.
+    OkThen(String),
     /// A status with these headers and no length, then a body that never ends: one
     /// byte of an error document every `every` (a slow gateway, or a slowloris).
     StatusTrickle {
@@ -631,6 +634,10 @@ impl Wire {
                 );
                 let _ = wr.write_all(head.as_bytes()).await;
                 let _ = wr.write_all(body.as_bytes()).await;
+            }
+            Behavior::OkThen(bytes) => {
+                self.ok_headers(wr, None).await;
+                let _ = wr.write_all(bytes.as_bytes()).await;
             }
             Behavior::Html => {
                 let body = "<html><body><h1>502 Bad Gateway</h1></body></html>\n";
