@@ -159,12 +159,14 @@ const BOUNCE_BACKOFF: Duration = Duration::from_millis(250);
 const MAX_BOUNCE_BACKOFF: Duration = Duration::from_secs(4);
 
 /// Back-pressure without a Retry-After (a 529, a 429 that does not say when, or says
-/// `0`) is still "not now": without a wait, a unit would spend its bounces within a few
-/// round trips and end `unavailable` while the budget lasts. The unit (not the route:
-/// the limit already shrank for it) waits an exponential backoff, within its deadlines.
+/// `0` or `1 ms`) is still "not now": without a wait, a unit would spend its bounces
+/// within a few round trips and end `unavailable` while the budget lasts. The unit (not
+/// the route: the limit already shrank for it) waits an exponential backoff, within its
+/// deadlines. A Retry-After of at least [`BOUNCE_BACKOFF`] is taken at its word: the
+/// route's pause is the wait.
 async fn back_off(sh: &Shared<'_>, u: &UnitRun<'_>, record: &AttemptRecord) {
-    if record.retry_after.is_some_and(|d| !d.is_zero()) {
-        return; // the route's pause is the wait
+    if record.retry_after.is_some_and(|d| d >= BOUNCE_BACKOFF) {
+        return;
     }
     let doublings = u.bounces.saturating_sub(1).min(8);
     let wait = BOUNCE_BACKOFF

@@ -23,23 +23,30 @@ fn bounces(tl: &Timeline) -> usize {
 
 #[tokio::test(start_paused = true)]
 async fn back_pressure_without_a_retry_after_is_waited_out_not_spent_at_once() {
-    // An overloaded provider answers 529 (no Retry-After) at once for its first 2 s. The
-    // unit must wait for it: eight answers in 80 ms are not "waiting while the budget
-    // lasts", and the review has 900 s.
-    let t0 = tokio::time::Instant::now();
-    let over = Scripted::new("a", move |_| {
-        if t0.elapsed() < S(2) {
-            Step::Overloaded(MS(10))
-        } else {
-            Step::Ok(S(1), 1)
-        }
-    });
-    let (r, tl) = run_with(vec![(over.clone(), 1)], exec(), units(1)).await;
-    let u = &r.units[0];
-    assert_eq!(u.status, UnitStatus::Reviewed, "{u:?}");
-    assert!(bounces(&tl) < 8, "{} bounces", bounces(&tl));
-    assert_eq!(u.findings.len(), 1);
-    assert!(r.elapsed < S(10), "{:?}", r.elapsed);
+    // An overloaded provider says "not now" at once for its first 2 s: a 529 (no
+    // Retry-After), a Retry-After of 0, of 1 ms. The unit must wait for it: eight answers
+    // in 80 ms are not "waiting while the budget lasts", and the review has 900 s.
+    let steps = [
+        ("none", Step::Overloaded(MS(10))),
+        ("zero", Step::RateLimited(MS(10), Duration::ZERO)),
+        ("one-ms", Step::RateLimited(MS(10), MS(1))),
+    ];
+    for (label, step) in steps {
+        let t0 = tokio::time::Instant::now();
+        let over = Scripted::new("a", move |_| {
+            if t0.elapsed() < S(2) {
+                step
+            } else {
+                Step::Ok(S(1), 1)
+            }
+        });
+        let (r, tl) = run_with(vec![(over.clone(), 1)], exec(), units(1)).await;
+        let u = &r.units[0];
+        assert_eq!(u.status, UnitStatus::Reviewed, "{label}: {u:?}");
+        assert!(bounces(&tl) < 8, "{label}: {} bounces", bounces(&tl));
+        assert_eq!(u.findings.len(), 1);
+        assert!(r.elapsed < S(10), "{label}: {:?}", r.elapsed);
+    }
 }
 
 fn limits(tl: &Timeline, route: &str) -> Vec<usize> {
