@@ -8,7 +8,8 @@
 //! - Anthropic: `anthropic-ratelimit-{requests,tokens,input-tokens,output-tokens}-{limit,
 //!   remaining,reset}`, resets as RFC 3339 instants;
 //! - OpenRouter: `X-RateLimit-{Limit,Remaining,Reset}` (requests), the reset in epoch
-//!   milliseconds.
+//!   milliseconds (or seconds; a small number is seconds from now, as other gateways
+//!   write this header).
 //!
 //! Headers are provider data, not trusted: a count past [`MAX_COUNT`], a reset further
 //! than [`MAX_RESET`], a remaining count above the limit, or a value that does not parse
@@ -25,6 +26,10 @@ pub const MAX_RESET: Duration = Duration::from_secs(10 * 60);
 /// No provider counts a trillion requests or tokens per window; larger counts are taken
 /// as garbage (and keep every sum the engine makes of them far from `u64::MAX`).
 pub const MAX_COUNT: u64 = 1_000_000_000_000;
+
+/// An unqualified `x-ratelimit-reset` below this (2001-09-09 in epoch seconds) is a
+/// number of seconds from now, as some gateways write it.
+const DELTA_SECONDS_BELOW: u64 = 1_000_000_000;
 
 /// A header value longer than this is garbage (and is not echoed whole in a warning).
 const MAX_VALUE_CHARS: usize = 64;
@@ -57,7 +62,8 @@ enum ResetKind {
     GoDuration,
     /// `2026-12-01T15:10:30Z`.
     Rfc3339,
-    /// Epoch milliseconds (a value below 10^11 is taken as epoch seconds).
+    /// Epoch milliseconds (a value below 10^11 is taken as epoch seconds, and one below
+    /// 10^9 as seconds from now).
     EpochMs,
 }
 
@@ -237,6 +243,11 @@ fn reset_of(v: &str, kind: ResetKind, now: SystemTime) -> Option<Duration> {
         }
         ResetKind::EpochMs => {
             let n = count_any(v)?;
+            if n < DELTA_SECONDS_BELOW {
+                // No epoch reading is this small (it would be before 2001): gateways that
+                // write `x-ratelimit-reset` as seconds from now mean seconds from now.
+                return Some(Duration::from_secs(n));
+            }
             let since = if n < 100_000_000_000 {
                 Duration::from_secs(n)
             } else {

@@ -178,6 +178,21 @@ fn openrouter_headers_with_epoch_resets() {
         Some(w(None, 3, 30_000)),
         "epoch seconds are read as seconds"
     );
+    for (v, secs) in [("60", 60), ("0", 0), ("1", 1), ("599", 599)] {
+        let h = headers(&[("x-ratelimit-remaining", "0"), ("x-ratelimit-reset", v)]);
+        assert_eq!(
+            parse(&h, now()).0.unwrap().requests,
+            Some(w(None, 0, secs * 1000)),
+            "a small reset is seconds from now, not 1970: {v}"
+        );
+    }
+    rejected(
+        &[
+            ("x-ratelimit-remaining", "0"),
+            ("x-ratelimit-reset", "3600"),
+        ],
+        "further away",
+    );
 }
 
 #[test]

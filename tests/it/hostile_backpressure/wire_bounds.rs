@@ -182,11 +182,19 @@ fn short_true_windows_in_every_format_pace_and_every_unit_is_reviewed() {
             ],
         ),
         (
+            "seconds-from-now",
+            vec![
+                ("x-ratelimit-limit", "2"),
+                ("x-ratelimit-remaining", "0"),
+                ("x-ratelimit-reset", "1"),
+            ],
+        ),
+        (
             "openrouter-past",
             vec![
                 ("X-RateLimit-Limit", "20"),
                 ("X-RateLimit-Remaining", "0"),
-                ("X-RateLimit-Reset", "1000"),
+                ("X-RateLimit-Reset", "1600000000000"),
             ],
         ),
     ];
@@ -431,4 +439,44 @@ fn not_now_as_the_first_event_of_a_200_is_a_wait_and_after_content_a_failure() {
     let (_, v, _, _) = review.json(&[]);
     assert_eq!(units(&v)[0]["status"], "unavailable", "{v}");
     assert_eq!(fake.requests_for("late").len(), 1);
+}
+
+#[test]
+fn findings_of_a_reviewed_unit_survive_the_next_units_endless_429() {
+    // One at a time: the first unit is reviewed with a finding, then the provider says
+    // "not now" for ever. The finding is in the report; the other units say why not.
+    let fake = FakeProvider::start();
+    let review = Review::new(3);
+    let rate = r#"{"error": {"message": "slow down", "type": "rate_limit_error"}}"#;
+    fake.script(
+        "then-429",
+        vec![
+            Behavior::Answer(findings_answer(json!([finding(9, "high", "Kept")]))),
+            Behavior::status_with(429, &[("retry-after", "1")], rate),
+        ],
+    );
+    configure(
+        &review,
+        &[("reviewBudget", "6s"), ("hunkBudget", "5s")],
+        &[route_cfg("then-429", "openai", fake.base_url(), true)],
+    );
+    let (code, v, stderr, _) = review.json(&[]);
+    assert_eq!(code, 1, "a finding and units not reviewed: {stderr}");
+    let titles: Vec<&str> = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["title"].as_str().unwrap())
+        .collect();
+    assert_eq!(titles, ["Kept"], "{v}");
+    let statuses: Vec<&str> = units(&v)
+        .iter()
+        .map(|u| u["status"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        statuses.iter().filter(|s| **s == "reviewed").count(),
+        1,
+        "{statuses:?}"
+    );
+    assert_eq!(v["outcome"], "partial", "{}", v["outcome"]);
 }
