@@ -38,9 +38,10 @@ fn usage(v: &Value) -> Option<Usage> {
     })
 }
 
-/// The error a 200 body or a stream chunk carries, if any.
+/// The error a 200 body or a stream chunk carries, if any (`"error": null`, as gateways
+/// that write every field send it, is none).
 fn error_in(v: &Value) -> Option<String> {
-    let e = v.get("error")?;
+    let e = v.get("error").filter(|e| !e.is_null())?;
     Some(super::classify::provider_message(e).unwrap_or_else(|| "error without message".into()))
 }
 

@@ -138,3 +138,35 @@ fn retry_after_of_every_shape_is_a_wait_and_quota_is_a_failure_whatever_it_says(
     assert_eq!(outcomes(&units(&v)[0]), ["unavailable"]);
     assert_eq!(units(&v)[0]["status"], "unavailable");
 }
+
+#[test]
+fn an_error_field_of_null_in_a_200_is_no_error() {
+    // Gateways that serialise every field write `"error": null` into normal chunks and
+    // bodies: that is an answer, not an error (nor back-pressure).
+    let fake = FakeProvider::start();
+    let review = Review::new(1);
+    let text =
+        serde_json::to_string(&findings_answer(json!([finding(9, "high", "Kept")]))).unwrap();
+    let stream = format!(
+        "data: {{\"choices\":[{{\"index\":0,\"delta\":{{\"content\":{text}}}}}],\"error\":null}}\n\ndata: {{\"choices\":[{{\"index\":0,\"delta\":{{}},\"finish_reason\":\"stop\"}}],\"error\":null}}\n\ndata: [DONE]\n\n"
+    );
+    let body = format!(
+        "{{\"choices\":[{{\"index\":0,\"message\":{{\"role\":\"assistant\",\"content\":{text}}},\"finish_reason\":\"stop\"}}],\"error\":null}}"
+    );
+    for (model, stream_on, bytes) in [("null-stream", true, stream), ("null-body", false, body)] {
+        fake.script(model, vec![Behavior::OkThen(bytes)]);
+        configure(
+            &review,
+            &[
+                ("reviewBudget", "20s"),
+                ("hunkBudget", "15s"),
+                ("maxAttempts", "1"),
+            ],
+            &[route_cfg(model, "openai", fake.base_url(), stream_on)],
+        );
+        let (_, v, stderr, _) = review.json(&[]);
+        let u = &units(&v)[0];
+        assert_eq!(u["status"], "reviewed", "{model}: {u}\n{stderr}");
+        assert_eq!(v["findings"].as_array().unwrap().len(), 1, "{model}");
+    }
+}
