@@ -65,15 +65,19 @@ pub fn classify_status(status: u16, headers: &HeaderMap, body: &[u8]) -> Failure
     // Exhausted quota is a failure; a rate limit is a wait. Providers word their rate
     // limits with quota words too (Azure links its "quotaincrease" page, Gemini counts
     // "quota metric ... per minute", OpenRouter sells credits): words of a rate limit win
-    // over quota words, and only `insufficient_quota` itself wins over both.
+    // over quota words, and only OpenAI's and Anthropic's own words for an exhausted
+    // quota win over both (LiteLLM relays them as `litellm.RateLimitError: ... You
+    // exceeded your current quota`, so an exception's class name is no rate-limit word).
+    let exhausted = has("insufficient_quota")
+        || has("exceeded your current quota")
+        || has("credit balance is too low");
     let rate_words = has("rate limit")
         || has("rate_limit")
-        || has("ratelimit")
         || has("per minute")
         || has("per second")
         || has("retry after")
         || has("try again in");
-    let quota_words = has("insufficient_quota")
+    let quota_words = exhausted
         || (!rate_words
             && (has("quota")
                 || has("spend limit")
@@ -308,6 +312,8 @@ mod tests {
             r#"{"error":{"message":"rate limit: you exceeded your current quota","type":"insufficient_quota"}}"#,
             r#"{"error":{"message":"Your credit balance is too low to access the API. Please go to Plans & Billing to purchase credits."}}"#,
             r#"{"error":{"message":"monthly spend limit reached"}}"#,
+            // LiteLLM's relay of OpenAI's insufficient_quota.
+            r#"{"error":{"message":"litellm.RateLimitError: RateLimitError: OpenAIException - You exceeded your current quota, please check your plan and billing details.","type":null,"param":null,"code":"429"}}"#,
         ] {
             assert_eq!(
                 bp(429, Some("1"), quota),

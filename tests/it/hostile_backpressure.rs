@@ -170,5 +170,6 @@ async fn a_route_saying_not_now_for_ever_hands_its_work_to_the_next_in_both_rout
 
 // ---- on the wire: the real binary against the fake on loopback -----------------------
 
+mod gateway;
 mod wire;
 mod wire_bounds;

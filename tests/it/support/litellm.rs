@@ -40,7 +40,14 @@ pub fn proxy() -> &'static Proxy {
 }
 
 /// Models the proxy forwards to the fake (tests script behaviours per name).
-pub const MODELS: &[&str] = &["gw-ok", "gw-down", "gw-down-openai", LIMITED];
+pub const MODELS: &[&str] = &[
+    "gw-ok",
+    "gw-down",
+    "gw-down-openai",
+    LIMITED,
+    "gw-quota",
+    "gw-azure-429",
+];
 
 /// A deployment with LiteLLM's `max_parallel_requests: 2` (429 beyond it).
 pub const LIMITED: &str = "gw-limited";
