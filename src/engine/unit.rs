@@ -45,7 +45,10 @@ pub(super) async fn run(sh: &Shared<'_>, index: usize, work: &UnitInfo) {
         // Rules 6–9: a route that admits calls, and one of its permits, within the budgets.
         let slot = match acquire(sh, &mut u).await {
             Ok(slot) => slot,
-            Err(stop) => return u.finish(sh, stop),
+            Err(stop) => {
+                let stop = u.with_bounces(stop);
+                return u.finish(sh, stop);
+            }
         };
         // Rule 2: the hunk budget starts when the first attempt starts (section 13: the
         // first attempt that is not answered with back-pressure; see `bounced`).
@@ -127,16 +130,7 @@ fn bounced(
         super::admission::announce_pause(sh, route, super::pacing::Paused { until, reason });
     }
     if sh.budget_spent(now) {
-        let stop = u.stop_on_cancel(sh);
-        return Err(Stop::new(
-            stop.status,
-            format!(
-                "{} (rate limited {} time{}, back-pressure)",
-                stop.reason,
-                u.bounces,
-                if u.bounces == 1 { "" } else { "s" }
-            ),
-        ));
+        return Err(u.with_bounces(u.stop_on_cancel(sh)));
     }
     if u.bounces >= sh.engine.exec.max_bounces {
         return Err(Stop::new(
@@ -265,6 +259,20 @@ impl<'w> UnitRun<'w> {
         } else {
             not_started(sh)
         }
+    }
+
+    /// A unit that ends after answers of back-pressure says how many (a unit skipped for
+    /// the budget after five "not now" was not merely late).
+    pub(super) fn with_bounces(&self, stop: Stop) -> Stop {
+        if self.bounces == 0 || stop.reason.contains("(back-pressure)") {
+            return stop;
+        }
+        let n = self.bounces;
+        let s = if n == 1 { "" } else { "s" };
+        Stop::new(
+            stop.status,
+            format!("{} (rate limited {n} time{s}, back-pressure)", stop.reason),
+        )
     }
 
     /// Records that an attempt goes to `route` (and the move, if it changed).

@@ -93,6 +93,10 @@ async fn a_provider_saying_not_now_for_ever_ends_the_review_within_its_budget() 
                 "{label}: {u:?}"
             );
             assert!(u.findings.is_empty());
+            // A unit told "not now" says so, whatever ended it.
+            if !u.attempts.is_empty() && u.status != UnitStatus::Cancelled {
+                assert!(u.reason.contains("back-pressure"), "{label}: {}", u.reason);
+            }
             assert!(
                 u.reason.contains("back-pressure")
                     || u.reason.contains("budget")
