@@ -3,7 +3,7 @@
 //! (`auto`): a provider that serves 4 at once (429 with Retry-After: 1 beyond), 80 units;
 //! one that serves 5 a second and says so in OpenAI's headers (429 beyond), 40 units.
 //! Prints units reviewed, wall time, requests, answers of 429 and the limit's range.
-//!   cargo bench --bench backpressure
+//!   cargo bench --bench backpressure [-- CAP...]   (e.g. `-- 4 auto`: only those rows)
 
 #[path = "../tests/it/support/fake_provider.rs"]
 mod fake_provider;
@@ -109,12 +109,26 @@ fn run(label: &str, setup: impl Fn(&FakeProvider), n: usize, cap: usize) {
     );
 }
 
+/// Whether the row of this cap runs: every row, or those the command line names.
+fn wanted(cap: usize) -> bool {
+    let only: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with("--"))
+        .collect();
+    let label = if cap == 16 {
+        "auto".to_string()
+    } else {
+        cap.to_string()
+    };
+    only.is_empty() || only.contains(&label)
+}
+
 fn main() {
     println!(
         "{:<12} {:>5} {:>8} {:>9} {:>9} {:>6} {:>8}",
         "provider", "cap", "reviewed", "wall", "requests", "429", "limit"
     );
-    for cap in [1, 2, 4, 8, 16] {
+    for cap in [1, 2, 4, 8, 16].into_iter().filter(|c| wanted(*c)) {
         run(
             "limited(4)",
             |f| {
@@ -124,7 +138,7 @@ fn main() {
             cap,
         );
     }
-    for cap in [2, 4, 8, 16] {
+    for cap in [2, 4, 8, 16].into_iter().filter(|c| wanted(*c)) {
         run(
             "paced(5)",
             |f| {

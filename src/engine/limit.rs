@@ -11,8 +11,9 @@
 //!   answers back up to the known-good level.
 //! - Back-pressure multiplies it by [`BACKOFF`] once per round: answers of attempts
 //!   that started before the last drop do not drop it again (a burst of 429 for one
-//!   overshoot is one signal). It remembers the highest level that drew none (ssthresh)
-//!   and probes one above it only after [`PROBE_AFTER`] × that many answers; a probe that
+//!   overshoot is one signal, though the lowest level it refused lowers the estimate). It
+//!   remembers the highest level that drew none (ssthresh), never stays above it after a
+//!   drop, and probes one above it only after [`PROBE_AFTER`] × that many answers; a probe that
 //!   draws back-pressure returns to the known-good level (one answer, not a halving) and
 //!   waits twice as long before the next.
 //! - Latency that rises with load (the provider queues) shrinks it too: the mean log
@@ -108,6 +109,11 @@ pub struct AdaptiveLimit {
     confirmed: u32,
     probe_backoff: u32,
     last_drop: Option<Instant>,
+    /// Half the level the last back-pressure drop started from: the lowest a lower
+    /// estimate of the same round may take the limit to (one answer refused at a level far
+    /// under the others is more likely a race between the two sides' counts than the
+    /// provider's capacity).
+    drop_floor: f64,
     load: LoadLatency,
 }
 
@@ -123,6 +129,7 @@ impl AdaptiveLimit {
             confirmed: 0,
             probe_backoff: 1,
             last_drop: None,
+            drop_floor: 1.0,
             load: LoadLatency::default(),
         }
     }
@@ -165,9 +172,14 @@ impl AdaptiveLimit {
     }
 
     fn back_pressure(&mut self, s: Sample, now: Instant, before: usize) -> Option<LimitReason> {
+        // The attempt that drew it was one too many: the level below it held.
+        let held = s.in_flight.saturating_sub(1).max(1);
         if self.same_round(&s) {
-            return None;
+            // Not a second drop, but a better estimate: answers of one overshoot arrive in
+            // any order, and the lowest level refused is the one that tells.
+            return self.lower_known_good(held);
         }
+        let held = held.min(before);
         self.dropped(now);
         match self.known_good {
             Some(good) if before > good => {
@@ -176,13 +188,29 @@ impl AdaptiveLimit {
                 Some(LimitReason::ProbeRefused)
             }
             _ => {
-                // The attempt that drew it was one too many: the level below it held.
-                let held = s.in_flight.saturating_sub(1).clamp(1, before);
-                self.known_good = Some(held);
-                self.limit *= BACKOFF;
+                // ×0.7, and not above the level that held (down to half the level it
+                // drops from): a slow start that overshot to twice it would otherwise stay
+                // above it and draw another round of "not now", each one a Retry-After
+                // pause of the whole route.
+                let good = self.known_good.map_or(held, |g| g.min(held));
+                self.known_good = Some(good);
+                self.drop_floor = (before as f64 / 2.0).max(1.0);
+                self.limit = (self.limit * BACKOFF).min((good as f64).max(self.drop_floor));
                 Some(LimitReason::BackPressure)
             }
         }
+    }
+
+    /// A back-pressure answer of a round already dropped for, refused at a level below the
+    /// known-good one: that level is the known-good one now, and the limit keeps under it.
+    fn lower_known_good(&mut self, held: usize) -> Option<LimitReason> {
+        let good = self.known_good?;
+        if held >= good {
+            return None;
+        }
+        self.known_good = Some(held);
+        self.limit = self.limit.min((held as f64).max(self.drop_floor));
+        Some(LimitReason::BackPressure)
     }
 
     fn answer(

@@ -103,6 +103,57 @@ fn back_pressure_drops_it_once_per_round_and_remembers_the_level_that_held() {
 }
 
 #[test]
+fn an_overshoot_drops_to_the_lowest_level_it_refused_whatever_order_its_429s_arrive_in() {
+    // Four answers at once grew the slow start to 8; the provider holds 4, so the 5th to
+    // 8th in flight draw 429, and the one sent 8th is read first.
+    let t0 = Instant::now();
+    let mut l = AdaptiveLimit::new(16);
+    for i in 0..4 {
+        l.record(answer(t0, 4, 300), t0 + MS(300 + i));
+    }
+    assert_eq!(l.current(), 8);
+    let t1 = t0 + MS(310);
+    assert_eq!(
+        l.record(refused(t0 + MS(305), 8), t1),
+        Some((5, LimitReason::BackPressure)),
+        "x0.7 of 8"
+    );
+    // The same round's 429 sent 5th says more: only 4 held. Not a second drop.
+    assert_eq!(
+        l.record(refused(t0 + MS(302), 5), t1 + MS(1)),
+        Some((4, LimitReason::BackPressure))
+    );
+    for k in [6, 7] {
+        assert_eq!(l.record(refused(t0 + MS(303), k), t1 + MS(2)), None);
+    }
+    // Answers at 4 hold it at 4 until the probe wait: no round above the level that held.
+    let mut t = t1 + MS(10);
+    for _ in 0..PROBE_AFTER * 4 - 1 {
+        t += MS(100);
+        l.record(answer(t, 4, 300), t);
+        assert_eq!(l.current(), 4);
+    }
+}
+
+#[test]
+fn a_first_drop_keeps_the_limit_under_the_level_that_held_down_to_half_its_level() {
+    // 8 in flight on a ceiling-8 route; the first 429 is of the 4th sent. The level that
+    // held (3) is under half the level it drops from: one refusal that far down may be a
+    // race between the two sides' counts, so the limit stops at half (4), known good 3.
+    let t0 = Instant::now();
+    let mut l = AdaptiveLimit::new(8);
+    for _ in 0..8 {
+        l.record(answer(t0, 8, 300), t0 + MS(300));
+    }
+    assert_eq!(l.current(), 8);
+    assert_eq!(
+        l.record(refused(t0 + MS(400), 4), t0 + MS(401)),
+        Some((4, LimitReason::BackPressure)),
+        "min(8 x 0.7, max(3, 8 / 2))"
+    );
+}
+
+#[test]
 fn an_accepted_probe_becomes_the_known_good_level() {
     let t0 = Instant::now();
     let mut l = AdaptiveLimit::new(16);
