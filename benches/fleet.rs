@@ -10,50 +10,21 @@
 
 #[path = "../tests/it/support/fake_provider.rs"]
 mod fake_provider;
+#[path = "support/processes.rs"]
+mod processes;
 #[path = "../tests/it/support/redis.rs"]
 #[allow(dead_code)]
 mod redis_server;
 
 use fake_provider::{Behavior, FakeProvider, findings_answer};
+use processes::{KEY_VAR, repo};
 use redis_server::RedisServer;
-use serde_json::{Value, json};
+use serde_json::json;
 use std::path::Path;
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 const PROCESSES: usize = 6;
 const FILES: usize = 8;
-const KEY_VAR: &str = "WARDEN_BENCH_KEY";
-
-fn git(dir: &Path, args: &[&str]) {
-    let ok = Command::new("git")
-        .current_dir(dir)
-        .args(["-c", "user.name=b", "-c", "user.email=b@example.com"])
-        .args(args)
-        .status()
-        .expect("git")
-        .success();
-    assert!(ok, "git {args:?}");
-}
-
-/// A repository with `FILES` files, each with two uncommitted added lines.
-fn repo(dir: &Path) {
-    git(dir, &["init", "-q", "-b", "main"]);
-    let lines = |n: usize, f: usize| -> String {
-        (1..=n)
-            .map(|i| format!("    let f{f}_{i} = compute({i});\n"))
-            .collect()
-    };
-    std::fs::create_dir_all(dir.join("src")).unwrap();
-    for f in 0..FILES {
-        std::fs::write(dir.join(format!("src/f{f}.rs")), lines(10, f)).unwrap();
-    }
-    git(dir, &["add", "-A"]);
-    git(dir, &["commit", "-qm", "base"]);
-    for f in 0..FILES {
-        std::fs::write(dir.join(format!("src/f{f}.rs")), lines(12, f)).unwrap();
-    }
-}
 
 /// The config: short budgets, a breaker that opens after 3 timeouts for a minute, both
 /// routes on the fake at `base`; `[fleet]` when given, `fleetMaxConcurrency` when `cap`.
@@ -94,39 +65,13 @@ fn round(
     let cfg_path = dir.join("warden.toml");
     std::fs::write(&cfg_path, config(&fake.base_url(), fleet, cap)).unwrap();
     let started = Instant::now();
-    let children: Vec<_> = (0..PROCESSES)
-        .map(|i| {
-            if i > 0 {
-                std::thread::sleep(stagger);
-            }
-            Command::new(env!("CARGO_BIN_EXE_warden"))
-                .current_dir(dir.join("repo"))
-                .args([
-                    "review",
-                    "--json",
-                    "-q",
-                    "--no-cache",
-                    "--skill",
-                    "code-review",
-                    "-c",
-                ])
-                .arg(&cfg_path)
-                .env(KEY_VAR, "sk-bench")
-                .env_remove("CI")
-                .env_remove("WARDEN_REDIS_URL")
-                .stdout(Stdio::piped())
-                .stderr(Stdio::null())
-                .spawn()
-                .expect("warden")
-        })
-        .collect();
-    let (mut reviewed, mut units) = (0, 0);
-    for c in children {
-        let out = c.wait_with_output().unwrap();
-        let v: Value = serde_json::from_slice(&out.stdout).expect("a JSON report");
-        reviewed += v["summary"]["reviewed"].as_u64().unwrap();
-        units += v["summary"]["units"].as_u64().unwrap();
-    }
+    let (reviewed, units) = processes::reviews(
+        Path::new(env!("CARGO_BIN_EXE_warden")),
+        &dir.join("repo"),
+        &cfg_path,
+        PROCESSES,
+        stagger,
+    );
     let wall = started.elapsed().as_secs_f64();
     (fake.requests_for("primary").len(), reviewed, units, wall)
 }
@@ -138,7 +83,7 @@ fn main() {
         .unwrap_or(3);
     let work = tempfile::tempdir().unwrap();
     std::fs::create_dir(work.path().join("repo")).unwrap();
-    repo(&work.path().join("repo"));
+    repo(&work.path().join("repo"), FILES);
     let redis = RedisServer::start();
     let url = redis.url();
     println!(
