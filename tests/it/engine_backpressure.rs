@@ -10,7 +10,8 @@ use warden::engine::{Event, UnitStatus};
 
 const S: fn(u64) -> Duration = Duration::from_secs;
 
-fn limits(tl: &Timeline, route: &str) -> Vec<usize> {
+/// The limits `route` took, in order (its `LimitChanged` events).
+pub(crate) fn limits(tl: &Timeline, route: &str) -> Vec<usize> {
     tl.lock()
         .unwrap()
         .iter()

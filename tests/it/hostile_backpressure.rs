@@ -4,6 +4,7 @@
 //! findings once received survive. Engine cases run on tokio's paused clock against
 //! scripted providers; wire cases run the real binary against the fake on loopback.
 
+use crate::engine_backpressure::limits;
 use crate::engine_policy::{Timeline, exec, run_with};
 use crate::support::scripted::{Scripted, Step, units};
 use std::time::Duration;
@@ -47,19 +48,6 @@ async fn back_pressure_without_a_retry_after_is_waited_out_not_spent_at_once() {
         assert_eq!(u.findings.len(), 1);
         assert!(r.elapsed < S(10), "{label}: {:?}", r.elapsed);
     }
-}
-
-fn limits(tl: &Timeline, route: &str) -> Vec<usize> {
-    tl.lock()
-        .unwrap()
-        .iter()
-        .filter_map(|(_, e)| match e {
-            Event::LimitChanged {
-                route: r, limit, ..
-            } if r == route => Some(*limit),
-            _ => None,
-        })
-        .collect()
 }
 
 #[tokio::test(start_paused = true)]
