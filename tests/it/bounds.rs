@@ -151,6 +151,20 @@ fn a_file_over_max_file_bytes_is_skipped_on_its_size_without_being_read() {
     check(&repo.plan(&["HEAD~1..HEAD"]), "commit range");
 }
 
+/// Changes `src/a.rs` to `lines` lines and plans as CI does (steering files from the base
+/// commit): the plan must be refused with exit 2; its stderr.
+fn ci_plan_refused(repo: &Repo, lines: usize) -> String {
+    repo.write("src/a.rs", crate::support::source_lines(lines, "a"));
+    let out = repo
+        .warden(&["plan", "--json"])
+        .env("CI", "true")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    stderr
+}
+
 #[test]
 fn skill_files_and_configs_over_their_caps_are_errors_naming_the_file() {
     let repo = Repo::new();
@@ -165,14 +179,7 @@ fn skill_files_and_configs_over_their_caps_are_errors_naming_the_file() {
     );
     // In CI the skill is read from the base commit: the blob's size decides.
     repo.commit_all("base");
-    repo.write("src/a.rs", crate::support::source_lines(6, "a"));
-    let out = repo
-        .warden(&["plan", "--json"])
-        .env("CI", "true")
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    let stderr = ci_plan_refused(&repo, 6);
     assert!(
         stderr.contains(":.warden/skills/huge/SKILL.md") && stderr.contains("256 KiB"),
         "{stderr}"
@@ -189,14 +196,7 @@ fn skill_files_and_configs_over_their_caps_are_errors_naming_the_file() {
         "{stderr}"
     );
     repo.commit_all("big config");
-    repo.write("src/a.rs", crate::support::source_lines(8, "a"));
-    let out = repo
-        .warden(&["plan", "--json"])
-        .env("CI", "true")
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    let stderr = ci_plan_refused(&repo, 8);
     assert!(
         stderr.contains(":warden.toml") && stderr.contains("1 MiB"),
         "{stderr}"

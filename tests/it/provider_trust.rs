@@ -473,6 +473,19 @@ fn with_proxy(cmd: &mut std::process::Command, proxy: &str) {
     }
 }
 
+/// A one-unit review (5 s budgets) over one `openai` route `name` at `base`, with every
+/// proxy variable set to `proxy`; what it answers does not matter, only where it went.
+fn review_through(proxy: &str, name: &str, base: &str) {
+    let review = Review::new(1);
+    review.config(
+        &[("reviewBudget", "5s"), ("hunkBudget", "5s")],
+        &[route_cfg(name, "openai", base.to_string(), false)],
+    );
+    let mut cmd = review.command(&["--json"]);
+    with_proxy(&mut cmd, proxy);
+    cmd.output().unwrap();
+}
+
 #[test]
 fn loopback_spelled_any_way_never_goes_through_a_proxy_and_sends_one_authorization_header() {
     let fake = FakeProvider::start();
@@ -504,35 +517,15 @@ fn loopback_spelled_any_way_never_goes_through_a_proxy_and_sends_one_authorizati
     }
     // `localhost.` does not resolve here, but it is loopback: it fails on its own, never
     // through the proxy.
-    let review = Review::new(1);
-    review.config(
-        &[("reviewBudget", "5s"), ("hunkBudget", "5s")],
-        &[route_cfg(
-            "dot",
-            "openai",
-            format!("http://localhost.:{port}/v1"),
-            false,
-        )],
-    );
-    let mut cmd = review.command(&["--json"]);
-    with_proxy(&mut cmd, &proxy);
-    cmd.output().unwrap();
+    review_through(&proxy, "dot", &format!("http://localhost.:{port}/v1"));
     assert!(seen.lock().unwrap().is_empty(), "{:?}", seen.lock());
     // The control: a name that is not this machine does go through the proxy, so the
     // recorder above would have seen the others.
-    let review = Review::new(1);
-    review.config(
-        &[("reviewBudget", "5s"), ("hunkBudget", "5s")],
-        &[route_cfg(
-            "far",
-            "openai",
-            format!("http://gateway.corp.test:{port}/v1"),
-            false,
-        )],
+    review_through(
+        &proxy,
+        "far",
+        &format!("http://gateway.corp.test:{port}/v1"),
     );
-    let mut cmd = review.command(&["--json"]);
-    with_proxy(&mut cmd, &proxy);
-    cmd.output().unwrap();
     let lines = seen.lock().unwrap().clone();
     assert!(
         !lines.is_empty() && lines[0].contains("gateway.corp.test"),

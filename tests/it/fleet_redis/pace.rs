@@ -39,6 +39,17 @@ fn lowered(limit: usize) -> Event {
     }
 }
 
+/// Two processes' fleets on `redis` in namespace `ns`, each warning into its own list.
+async fn two_processes(
+    redis: &RedisServer,
+    ns: &str,
+    a: &(Warn, Arc<Mutex<Vec<String>>>),
+    b: &(Warn, Arc<Mutex<Vec<String>>>),
+) -> (Fleet, Fleet) {
+    let connect = |w: &Warn| Fleet::connect(target(&redis.url(), None, Some(ns)), w.clone());
+    (connect(&a.0).await.unwrap(), connect(&b.0).await.unwrap())
+}
+
 /// Waits (up to 2 s) until a key matching `pattern` exists.
 fn wait_key(redis: &RedisServer, pattern: &str) {
     let until = Instant::now() + Duration::from_secs(2);
@@ -52,16 +63,9 @@ fn wait_key(redis: &RedisServer, pattern: &str) {
 fn the_second_process_pauses_after_the_first_one_s_retry_after_and_meets_its_lowered_limit() {
     let redis = RedisServer::start();
     let rt = runtime();
-    let (wa, seen_a) = warnings();
-    let (wb, seen_b) = warnings();
+    let (seen_a, seen_b) = (warnings(), warnings());
     rt.block_on(async {
-        let ns = Some("bp");
-        let a = Fleet::connect(target(&redis.url(), None, ns), wa)
-            .await
-            .unwrap();
-        let b = Fleet::connect(target(&redis.url(), None, ns), wb)
-            .await
-            .unwrap();
+        let (a, b) = two_processes(&redis, "bp", &seen_a, &seen_b).await;
         let up = upstream();
         let first = publisher(a, std::slice::from_ref(&up), Duration::from_secs(20));
         let second = PacedBulkhead::new(b, LocalBulkhead::new([4]), &[up], Duration::from_secs(20));
@@ -106,8 +110,8 @@ fn the_second_process_pauses_after_the_first_one_s_retry_after_and_meets_its_low
         );
         drop((p1, p2));
     });
-    assert!(seen_a.lock().unwrap().is_empty());
-    assert!(seen_b.lock().unwrap().is_empty());
+    assert!(seen_a.1.lock().unwrap().is_empty());
+    assert!(seen_b.1.lock().unwrap().is_empty());
 }
 
 #[test]
@@ -196,16 +200,9 @@ fn wait_int(redis: &RedisServer, key: &str, want: i64) {
 fn two_processes_hold_at_most_the_fleet_total_between_them_and_it_grows_back() {
     let redis = RedisServer::start();
     let rt = runtime();
-    let (wa, seen_a) = warnings();
-    let (wb, seen_b) = warnings();
+    let (seen_a, seen_b) = (warnings(), warnings());
     rt.block_on(async {
-        let ns = Some("total");
-        let a = Fleet::connect(target(&redis.url(), None, ns), wa)
-            .await
-            .unwrap();
-        let b = Fleet::connect(target(&redis.url(), None, ns), wb)
-            .await
-            .unwrap();
+        let (a, b) = two_processes(&redis, "total", &seen_a, &seen_b).await;
         let up = upstream();
         let (total, leases) = (
             a.upstream_key("bplimit", &up),
@@ -257,8 +254,8 @@ fn two_processes_hold_at_most_the_fleet_total_between_them_and_it_grows_back() {
         }
         wait_int(&redis, &total, 3);
     });
-    assert!(seen_a.lock().unwrap().is_empty());
-    assert!(seen_b.lock().unwrap().is_empty());
+    assert!(seen_a.1.lock().unwrap().is_empty());
+    assert!(seen_b.1.lock().unwrap().is_empty());
 }
 
 #[test]
