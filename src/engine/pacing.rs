@@ -96,7 +96,9 @@ impl Budget {
         let limit = self.limit.filter(|l| *l > 0)?;
         let length = self.length.max(Duration::from_millis(1));
         let behind = now.saturating_duration_since(self.reset_at);
-        let windows = (behind.as_nanos() / length.as_nanos()) as u32 + 1;
+        // Whole windows passed, saturated (a clock far past the reset must not wrap).
+        let passed = u32::try_from(behind.as_nanos() / length.as_nanos()).unwrap_or(u32::MAX);
+        let windows = passed.saturating_add(1);
         Some(Budget {
             remaining: limit,
             reset_at: deadline_after(self.reset_at, length.saturating_mul(windows)),
