@@ -72,7 +72,20 @@ fn whatever_a_hostile_redis_answers_the_review_is_the_one_without_fleet() {
         let took = t.elapsed();
         assert_eq!(outcome(code, &v), want, "{how:?}: {err}");
         one_warning(&err);
-        assert!(err.contains(says), "{how:?}: {err}");
+        // Each attempt asks Redis more than once (its breaker, the shared back-pressure,
+        // the shared rate-limit windows), and on a loaded machine any of those calls may be
+        // the one the hostile reply lands on: the reason must be the same.
+        let calls = [
+            "asking a breaker",
+            "reading shared back-pressure",
+            "looking up shared rate-limit windows",
+        ];
+        assert!(
+            calls
+                .iter()
+                .any(|call| err.contains(&says.replace(calls[0], call))),
+            "{how:?}: {err}"
+        );
         assert!(fake.scripts() >= 1, "{how:?}: the fleet was asked");
         assert_eq!(
             run.fake.requests_for("primary").len() - before,
