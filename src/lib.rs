@@ -34,6 +34,7 @@ pub mod simulate;
 pub mod skills;
 pub mod telemetry;
 pub mod text;
+pub mod tools;
 pub mod trust;
 pub mod verify;
 

@@ -153,7 +153,7 @@ pub fn render_chunk(chunk: &Chunk) -> String {
 }
 
 /// A backtick fence longer than any backtick run in `body`, so the data cannot close it.
-fn fence_for(body: &str) -> String {
+pub(crate) fn fence_for(body: &str) -> String {
     let mut longest = 0;
     let mut run = 0;
     for c in body.chars() {

@@ -12,12 +12,16 @@ mod route_settings;
 mod routes;
 mod settings;
 mod skills;
+mod tools;
 pub mod url;
 
 pub use overrides::{Overrides, SIM_SCALE};
 pub use policy::Thresholds;
 pub use route_settings::*;
 pub use settings::*;
+pub use tools::{
+    BUILT_IN_MAX_TURNS, DEFAULT_MAX_TOOL_CALLS, DEFAULT_MAX_TURNS, ToolBounds, ToolsMode,
+};
 
 use crate::error::{Error, Result};
 use resolve::Ctx;
@@ -392,7 +396,7 @@ maxConcurrency = 2
         for i in 0..5000 {
             src.push_str(&format!("junk{i} = 1\n"));
         }
-        src.push_str("[defaults]\nmaxTurns = 3\n");
+        src.push_str("[defaults]\nruntime = 3\n");
         let s = parse(&src).unwrap();
         assert_eq!(
             s.warnings.len(),
@@ -404,12 +408,12 @@ maxConcurrency = 2
             s.warnings
                 .contains(&"… and 4990 more unknown keys (ignored; not listed)".to_string())
         );
-        assert!(s.warnings.iter().any(|w| w.contains("`defaults.maxTurns`")));
+        assert!(s.warnings.iter().any(|w| w.contains("`defaults.runtime`")));
     }
 
     #[test]
     fn unknown_keys_warn_once_by_name() {
-        let s = parse("version = 1\nfoo = 1\n[defaults]\nmaxTurns = 3\n[logs]\nretention = 3\n")
+        let s = parse("version = 1\nfoo = 1\n[defaults]\nruntime = 3\n[logs]\nretention = 3\n")
             .unwrap();
         assert_eq!(s.warnings.len(), 3, "{:?}", s.warnings);
         assert!(
@@ -420,7 +424,7 @@ maxConcurrency = 2
         assert!(
             s.warnings
                 .iter()
-                .any(|w| w.contains("`defaults.maxTurns`") && w.contains("Warden setting"))
+                .any(|w| w.contains("`defaults.runtime`") && w.contains("Warden setting"))
         );
     }
 }

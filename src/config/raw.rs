@@ -40,6 +40,8 @@ pub(crate) struct RawDefaults {
     pub ignore: Option<RawIgnore>,
     pub default_branch: Option<String>,
     pub model: Option<S<String>>,
+    /// Warden's agent turn cap: the tool loop's `maxTurns` (DESIGN.md §14).
+    pub max_turns: Option<S<u32>>,
     pub agent: Option<RawAgent>,
     pub verification: Option<RawVerification>,
     /// Warden's earlier layout: thresholds under `[defaults.output]`.
@@ -78,6 +80,9 @@ pub(crate) struct RawIgnore {
 #[derive(Debug, Default, Deserialize)]
 pub(crate) struct RawAgent {
     pub model: Option<S<String>>,
+    /// Warden's agent turn cap: the tool loop's `maxTurns`.
+    #[serde(rename = "maxTurns")]
+    pub max_turns: Option<S<u32>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -141,6 +146,10 @@ pub(crate) struct RawSkill {
     /// Warden's earlier layout: an inline skill defined in the config.
     pub description: Option<String>,
     pub prompt: Option<S<String>>,
+    /// The skill's tools (its front matter's `allowed-tools` otherwise), DESIGN.md §14.
+    pub tools: Option<S<toml::Value>>,
+    /// The skill's turn cap.
+    pub max_turns: Option<S<u32>>,
 }
 
 /// `[[triggers]]` of Warden's earlier layout: run `skill` on `event` with `actions`.
@@ -153,6 +162,9 @@ pub(crate) struct RawTrigger {
     pub filters: Option<RawFilters>,
     pub output: Option<RawOutput>,
     pub model: Option<S<String>>,
+    /// Warden's agent turn cap for this trigger's skill.
+    #[serde(rename = "maxTurns")]
+    pub max_turns: Option<S<u32>>,
 }
 
 /// `[[skills.triggers]]` of the newer layout.
@@ -188,6 +200,15 @@ pub(crate) struct RawExecution {
     pub routing: Option<S<String>>,
     pub cost_budget: Option<S<f64>>,
     pub max_findings_per_answer: Option<S<u32>>,
+    /// The tool loop (DESIGN.md §14): every skill (`true`), none (`false`), or the
+    /// skills that list tools (unset).
+    pub tools: Option<bool>,
+    pub max_turns: Option<S<u32>>,
+    pub max_tool_calls: Option<S<u32>>,
+    /// A size such as "32KiB" or a number of bytes.
+    pub tool_result_bytes: Option<S<toml::Value>>,
+    pub tool_bytes_per_unit: Option<S<toml::Value>>,
+    pub tool_deny: Option<S<Vec<String>>>,
     #[serde(default)]
     pub breaker: RawBreaker,
 }

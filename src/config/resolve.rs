@@ -15,8 +15,6 @@ use std::time::Duration;
 
 /// Keys Warden knows and warden deliberately does not use: warned about by name.
 const WARDEN_ONLY_KEYS: &[&str] = &[
-    "defaults.maxTurns",
-    "defaults.agent.maxTurns",
     "defaults.agent.effort",
     "defaults.runtime",
     "defaults.batchDelayMs",
@@ -26,11 +24,9 @@ const WARDEN_ONLY_KEYS: &[&str] = &[
     "logs",
     "service",
     "defaults.output.commentOnSuccess",
-    "triggers.maxTurns",
     "triggers.remote",
     "triggers.schedule",
     "triggers.output.commentOnSuccess",
-    "skills.tools",
 ];
 
 /// Turns a key path reported by serde_ignored into a warning line.
@@ -160,6 +156,10 @@ pub(super) fn resolve(raw: RawConfig, ctx: &Ctx) -> Result<Settings, Error> {
     };
     s.chunking = resolve_chunking(&d.chunking, ctx)?;
     s.execution = resolve_execution(&raw.execution, ctx)?;
+    let (mode, bounds, deny) = super::tools::resolve(&raw.execution, d, ctx)?;
+    s.execution.tools = mode;
+    s.execution.tool_bounds = bounds;
+    s.tool_deny = deny;
     if let Some(c) = &raw.cache {
         s.cache = super::cache::resolve(c, ctx)?;
     }
@@ -416,6 +416,8 @@ fn resolve_execution(e: &RawExecution, ctx: &Ctx) -> Result<Execution, Error> {
             Some(v) => Some(ctx.usd(v, "execution.costBudget")?),
             None => None,
         },
+        tools: d.tools,
+        tool_bounds: d.tool_bounds,
         breaker: BreakerSettings {
             window: ctx.duration(&b.window, "execution.breaker.window", db.window)?,
             min_calls: match &b.min_calls {

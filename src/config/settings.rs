@@ -42,6 +42,8 @@ pub struct Settings {
     pub default_paths: Option<PathRules>,
     /// `[execution]`: budgets, attempts, breakers.
     pub execution: Execution,
+    /// `[execution] toolDeny`: paths the tools refuse, over the built-in deny list.
+    pub tool_deny: Vec<String>,
     /// Failover order = file order.
     pub routes: Vec<Route>,
     /// `[cache]`: where and whether reviewed answers are kept for the next run.
@@ -236,6 +238,10 @@ pub struct SkillConfig {
     /// Where the config file names this skill (None: `--skill`, or a default), so a
     /// name no skill answers to is reported at its file, line and column.
     pub named_at: Option<ConfigPlace>,
+    /// Its tools (`[[skills]] tools`), over its front matter's `allowed-tools`.
+    pub tools: Option<Vec<String>>,
+    /// Its turn cap (`[[skills]]` / `[[triggers]] maxTurns`), over `[execution] maxTurns`.
+    pub max_turns: Option<u32>,
 }
 
 /// A place in the config file, kept for errors found after loading (an unknown skill is
@@ -264,6 +270,8 @@ impl SkillConfig {
             routes: None,
             consolidate: false,
             named_at: None,
+            tools: None,
+            max_turns: None,
         }
     }
 }
@@ -313,6 +321,8 @@ pub struct InlineSkill {
     pub description: String,
     /// Its instructions to the model.
     pub prompt: String,
+    /// Its `tools` (as a skill file's `allowed-tools`).
+    pub allowed_tools: Vec<String>,
 }
 
 /// `[execution] maxBounces` when unset: a unit's answers of back-pressure before it ends
@@ -346,6 +356,10 @@ pub struct Execution {
     pub routing: Routing,
     /// `[execution] costBudget`: USD for the whole review; None means no cost limit.
     pub cost_budget: Option<f64>,
+    /// `[execution] tools` (`--no-tools`): which skills run as a tool loop.
+    pub tools: super::ToolsMode,
+    /// The bounds of one unit's tool loop.
+    pub tool_bounds: super::ToolBounds,
 }
 
 /// How new units choose a route (failovers follow DESIGN.md rules 5–6 under both).
@@ -447,6 +461,8 @@ impl Default for Execution {
             breaker: BreakerSettings::default(),
             routing: Routing::Ordered,
             cost_budget: None,
+            tools: super::ToolsMode::default(),
+            tool_bounds: super::ToolBounds::default(),
         }
     }
 }
@@ -469,6 +485,7 @@ impl Default for Settings {
             inline_skills: Vec::new(),
             default_paths: None,
             execution: Execution::default(),
+            tool_deny: Vec::new(),
             routes: Vec::new(),
             cache: CacheSettings::default(),
             fleet: FleetSettings::default(),

@@ -62,10 +62,15 @@ fn inline_skill(
     if prompt.get_ref().trim().is_empty() {
         return Err(ctx.err(prompt, format!("skill `{name}`: prompt must not be empty")));
     }
+    let allowed_tools = match &sk.tools {
+        Some(t) => super::tools::skill_tools(t, ctx)?,
+        None => Vec::new(),
+    };
     Ok(InlineSkill {
         name: name.to_string(),
         description: sk.description.clone().unwrap_or_default(),
         prompt: prompt.get_ref().clone(),
+        allowed_tools,
     })
 }
 
@@ -107,6 +112,12 @@ fn resolve_skill(
     cfg.consolidate = sk.consolidate.unwrap_or(false);
     if let Some(list) = &sk.routes {
         cfg.routes = Some(skill_routes(list, name, routes, ctx)?);
+    }
+    if let Some(t) = &sk.tools {
+        cfg.tools = Some(super::tools::skill_tools(t, ctx)?);
+    }
+    if let Some(v) = &sk.max_turns {
+        cfg.max_turns = Some(super::tools::max_turns(v, "skills.maxTurns", ctx)?);
     }
     Ok(Some(cfg))
 }
@@ -218,6 +229,9 @@ pub(super) fn resolve_triggers(
         }
         let mut cfg = SkillConfig::named(skill);
         cfg.named_at = Some(ctx.place(&t.skill));
+        if let Some(v) = &t.max_turns {
+            cfg.max_turns = Some(super::tools::max_turns(v, "triggers.maxTurns", ctx)?);
+        }
         if let Some(f) = &t.filters {
             apply_filters(&mut cfg, f, ctx, &format!("trigger `{name}` filters"))?;
         }

@@ -49,7 +49,8 @@ pub struct Skill {
     pub name: String,
     /// What it checks, in one line.
     pub description: String,
-    /// Front matter `allowed-tools` (recorded; warden runs no tools).
+    /// Front matter `allowed-tools` (Warden's names: `Read Grep Glob` make the skill a
+    /// tool loop, DESIGN.md §14; see [`crate::tools::Tool::from_skill_name`]).
     pub allowed_tools: Vec<String>,
     /// The Markdown body: the skill's instructions to the model.
     pub prompt: String,
@@ -255,7 +256,7 @@ pub fn add_inline(catalog: &mut Catalog, settings: &Settings) {
         let skill = Skill {
             name: s.name.clone(),
             description: s.description.clone(),
-            allowed_tools: Vec::new(),
+            allowed_tools: s.allowed_tools.clone(),
             prompt: s.prompt.clone(),
             origin: SkillOrigin::Repo(file.clone()),
         };

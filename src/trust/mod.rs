@@ -22,7 +22,7 @@ mod commit;
 mod local;
 mod paths;
 mod report;
-mod tree;
+pub(crate) mod tree;
 
 pub use report::{ConfigFrom, SkillSource, SkillUse, TrustReport, skill_uses};
 

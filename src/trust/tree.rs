@@ -9,14 +9,17 @@ use std::collections::VecDeque;
 use std::path::PathBuf;
 
 /// How many symlinks one lookup may follow before it gives up (a loop).
-const MAX_HOPS: usize = 8;
+pub(crate) const MAX_HOPS: usize = 8;
 
 const MODE_TREE: i32 = 0o040000;
 const MODE_LINK: i32 = 0o120000;
 const MODE_COMMIT: i32 = 0o160000;
 
-enum Found {
+/// What a path names in a tree, after its links are followed.
+pub(crate) enum Found {
+    /// A folder.
     Dir(Oid),
+    /// A file's blob.
     File(Oid),
 }
 
@@ -61,54 +64,7 @@ impl<'r> CommitFiles<'r> {
 
     /// Looks `path` up, following symlinks within the tree.
     fn lookup(&self, path: &str) -> Option<Found> {
-        let mut rest: VecDeque<String> = split(path);
-        let mut dirs: Vec<Tree<'r>> = vec![self.tree.clone()];
-        let mut names: Vec<String> = Vec::new();
-        let mut hops = 0;
-        while let Some(part) = rest.pop_front() {
-            match part.as_str() {
-                "." => continue,
-                ".." => {
-                    names.pop()?;
-                    dirs.pop();
-                    continue;
-                }
-                _ => {}
-            }
-            let here = dirs.last().expect("the root stays");
-            let entry = here.get_name(&part)?.to_owned();
-            let mut walked = names.clone();
-            walked.push(part.clone());
-            if self.is_absent(&walked.join("/")) {
-                return None;
-            }
-            match entry.filemode() {
-                MODE_TREE => {
-                    dirs.push(self.repo.find_tree(entry.id()).ok()?);
-                    names.push(part);
-                }
-                MODE_LINK => {
-                    hops += 1;
-                    if hops > MAX_HOPS {
-                        return None;
-                    }
-                    let blob = self.repo.find_blob(entry.id()).ok()?;
-                    let target = std::str::from_utf8(blob.content()).ok()?;
-                    if target.starts_with('/') {
-                        return None;
-                    }
-                    for p in split(target).into_iter().rev() {
-                        rest.push_front(p);
-                    }
-                }
-                MODE_COMMIT => return None,
-                _ if entry.kind() == Some(ObjectType::Blob) => {
-                    return rest.is_empty().then(|| Found::File(entry.id()));
-                }
-                _ => return None,
-            }
-        }
-        Some(Found::Dir(dirs.last().expect("the root stays").id()))
+        resolve(self.repo, &self.tree, path, &|p| self.is_absent(p)).map(|(found, _)| found)
     }
 
     /// The size of `path`'s blob from the object database header, without reading the
@@ -178,6 +134,68 @@ impl<'r> CommitFiles<'r> {
             })
             .transpose()
     }
+}
+
+/// Looks `path` up in the tree `root`, following symlinks within it (never out of it: a
+/// link whose target is absolute or climbs above the root finds nothing); `absent` names
+/// paths that must read as missing. Also returns the path it resolved to, links
+/// replaced by their targets, so that a caller can judge where a link led.
+pub(crate) fn resolve<'r>(
+    repo: &'r Repository,
+    root: &Tree<'r>,
+    path: &str,
+    absent: &dyn Fn(&str) -> bool,
+) -> Option<(Found, String)> {
+    let mut rest: VecDeque<String> = split(path);
+    let mut dirs: Vec<Tree<'r>> = vec![root.clone()];
+    let mut names: Vec<String> = Vec::new();
+    let mut hops = 0;
+    while let Some(part) = rest.pop_front() {
+        match part.as_str() {
+            "." => continue,
+            ".." => {
+                names.pop()?;
+                dirs.pop();
+                continue;
+            }
+            _ => {}
+        }
+        let here = dirs.last().expect("the root stays");
+        let entry = here.get_name(&part)?.to_owned();
+        let mut walked = names.clone();
+        walked.push(part.clone());
+        let walked = walked.join("/");
+        if absent(&walked) {
+            return None;
+        }
+        match entry.filemode() {
+            MODE_TREE => {
+                dirs.push(repo.find_tree(entry.id()).ok()?);
+                names.push(part);
+            }
+            MODE_LINK => {
+                hops += 1;
+                if hops > MAX_HOPS {
+                    return None;
+                }
+                let blob = repo.find_blob(entry.id()).ok()?;
+                let target = std::str::from_utf8(blob.content()).ok()?;
+                if target.starts_with('/') {
+                    return None;
+                }
+                for p in split(target).into_iter().rev() {
+                    rest.push_front(p);
+                }
+            }
+            MODE_COMMIT => return None,
+            _ if entry.kind() == Some(ObjectType::Blob) => {
+                return rest.is_empty().then(|| (Found::File(entry.id()), walked));
+            }
+            _ => return None,
+        }
+    }
+    let dir = dirs.last().expect("the root stays").id();
+    Some((Found::Dir(dir), names.join("/")))
 }
 
 fn split(path: &str) -> VecDeque<String> {

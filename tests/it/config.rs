@@ -76,10 +76,8 @@ fn a_warden_v1_file_loads_and_names_each_ignored_key_once() {
     );
     let stderr = String::from_utf8_lossy(&out.stderr);
     for key in [
-        "defaults.maxTurns",
         "defaults.runtime",
         "defaults.batchDelayMs",
-        "defaults.agent.maxTurns",
         "defaults.agent.effort",
         "defaults.auxiliary",
         "logs",
@@ -89,6 +87,10 @@ fn a_warden_v1_file_loads_and_names_each_ignored_key_once() {
             1,
             "{key} in:\n{stderr}"
         );
+    }
+    // Warden's turn caps are the tool loop's maxTurns now (DESIGN.md §14): not warned.
+    for key in ["defaults.maxTurns", "defaults.agent.maxTurns"] {
+        assert!(!stderr.contains(&format!("`{key}`")), "{key} in:\n{stderr}");
     }
     assert!(
         stderr.contains("team-skill"),
@@ -118,7 +120,7 @@ fn a_warden_v1_file_loads_and_names_each_ignored_key_once() {
         warnings.iter().all(|w| w["source"] == "config"),
         "{warnings:#?}"
     );
-    for key in ["defaults.maxTurns", "logs"] {
+    for key in ["defaults.runtime", "logs"] {
         let named = warnings
             .iter()
             .filter(|w| w["message"].as_str().unwrap().contains(&format!("`{key}`")))
@@ -420,7 +422,8 @@ fn inline_skills_and_warden_s_per_skill_model() {
         "{v}"
     );
     assert_eq!(code, 0, "the trigger's failOn = off: {v}");
-    assert!(stderr.contains("`skills.tools`"), "{stderr}");
+    // `[skills.tools]` is the inline skill's allowed tools now (DESIGN.md §14).
+    assert!(!stderr.contains("`skills.tools`"), "{stderr}");
     assert!(
         stderr.contains("trigger `api`") && stderr.contains("model") && stderr.contains("routes"),
         "{stderr}"
