@@ -76,6 +76,8 @@ fn main() {
                     idle: Duration::from_secs(5),
                     total: Duration::from_secs(10),
                 },
+                conversation: None,
+                output_cap: None,
             };
             let cpu0 = thread_cpu();
             let t0 = Instant::now();

@@ -351,11 +351,7 @@ async fn attempt(
         breaker: slot.breaker,
         probe: slot.hold.probe(),
     });
-    let req = AttemptRequest {
-        prompt: (*u.work.prompt).clone(),
-        lines: u.work.lines,
-        limits: sh.limits(deadline),
-    };
+    let req = AttemptRequest::new((*u.work.prompt).clone(), u.work.lines, sh.limits(deadline));
     sh.in_flight.fetch_add(1, Ordering::SeqCst);
     let load = route.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
     let result = tokio::select! {

@@ -2,28 +2,103 @@
 
 use super::attempt::{Outcome, Usage};
 use super::classify::Failure;
+use super::conversation::{
+    CallParts, Conversation, ToolCall, ToolChoice, Turn, arguments_object, wire_id,
+};
 use super::http::{Answer, Decoder, Step};
+use super::request::BodySpec;
 use super::sse::SseItem;
-use crate::prompt::Prompt;
 use serde_json::{Value, json};
 
 pub(crate) const VERSION: &str = "2023-06-01";
 
-pub(crate) fn body(model: &str, prompt: &Prompt, stream: bool, max_tokens: u32) -> Value {
-    json!({
-        "model": model,
-        "max_tokens": max_tokens,
+pub(crate) fn body(spec: &BodySpec) -> Value {
+    let prompt = spec.prompt;
+    let mut messages = vec![json!({"role": "user", "content": prompt.user})];
+    if let Some(c) = spec.conversation {
+        transcript(c, &mut messages);
+    }
+    let mut b = json!({
+        "model": spec.model,
+        "max_tokens": spec.max_tokens,
         "system": prompt.system,
-        "messages": [{"role": "user", "content": prompt.user}],
-        "stream": stream,
+        "messages": messages,
+        "stream": spec.stream,
         "temperature": 0,
-    })
+    });
+    if let Some(c) = spec.conversation.filter(|c| !c.tools.is_empty()) {
+        b["tools"] = c
+            .tools
+            .iter()
+            .map(|t| json!({"name": t.name, "description": t.description, "input_schema": t.parameters}))
+            .collect();
+        b["tool_choice"] = match &c.choice {
+            ToolChoice::Auto => json!({"type": "auto"}),
+            ToolChoice::None => json!({"type": "none"}),
+            ToolChoice::Force(name) => json!({"type": "tool", "name": name}),
+        };
+    }
+    b
+}
+
+/// The turns after the prompt: an assistant message of text and `tool_use` blocks, then a
+/// user message of `tool_result` blocks. Messages alternate as Anthropic requires: a
+/// results turn joins a user message that would otherwise follow another.
+fn transcript(c: &Conversation, messages: &mut Vec<Value>) {
+    for turn in &c.turns {
+        let (role, blocks) = match turn {
+            Turn::Assistant { text, calls } => {
+                let mut blocks = Vec::new();
+                if !text.is_empty() {
+                    blocks.push(json!({"type": "text", "text": text}));
+                }
+                for call in calls {
+                    blocks.push(json!({"type": "tool_use", "id": wire_id(&call.id),
+                        "name": call.name, "input": arguments_object(&call.arguments)}));
+                }
+                if blocks.is_empty() {
+                    // An empty text block is refused: say that nothing was said.
+                    blocks.push(json!({"type": "text", "text": "(no answer)"}));
+                }
+                ("assistant", blocks)
+            }
+            Turn::Results(results) => {
+                let blocks = results
+                    .iter()
+                    .map(|r| {
+                        json!({"type": "tool_result", "tool_use_id": wire_id(&r.call_id),
+                               "content": r.content, "is_error": r.is_error})
+                    })
+                    .collect();
+                ("user", blocks)
+            }
+        };
+        push_message(messages, role, blocks);
+    }
+}
+
+/// Appends a message, merged into the last one when it has the same role (the prompt's
+/// user message is a string: it becomes a text block first).
+fn push_message(messages: &mut Vec<Value>, role: &str, mut blocks: Vec<Value>) {
+    if let Some(last) = messages.last_mut()
+        && last["role"] == role
+    {
+        if let Some(text) = last["content"].as_str() {
+            last["content"] = json!([{"type": "text", "text": text}]);
+        }
+        if let Some(content) = last["content"].as_array_mut() {
+            content.append(&mut blocks);
+            return;
+        }
+    }
+    messages.push(json!({"role": role, "content": blocks}));
 }
 
 #[derive(Default)]
 pub(crate) struct AnthropicDecoder {
     answer: Answer,
     usage: Usage,
+    calls: CallParts,
 }
 
 impl AnthropicDecoder {
@@ -44,6 +119,76 @@ impl AnthropicDecoder {
             self.answer.usage = Some(self.usage);
         }
     }
+}
+
+impl AnthropicDecoder {
+    /// A `tool_use` block starts a call (its `input` is `{}` until the deltas come).
+    fn block_start(&mut self, v: &Value) -> Step {
+        let block = v.get("content_block");
+        if block.and_then(|b| b.get("type")).and_then(Value::as_str) != Some("tool_use") {
+            return Step::Other;
+        }
+        let index = v.get("index").and_then(Value::as_u64).unwrap_or(0);
+        let b = block.expect("checked");
+        let input = b
+            .get("input")
+            .filter(|i| i.as_object().is_some_and(|o| !o.is_empty()))
+            .map(Value::to_string);
+        self.calls.fragment(
+            index,
+            b.get("id").and_then(Value::as_str),
+            b.get("name").and_then(Value::as_str),
+            input.as_deref(),
+        );
+        Step::Content
+    }
+
+    /// Text, a tool call's `input_json_delta`, or thinking (`thinking_delta`,
+    /// `signature_delta`): the first two are the answer, thinking is progress only.
+    fn block_delta(&mut self, v: &Value) -> Step {
+        let Some(d) = v.get("delta") else {
+            return Step::Other;
+        };
+        let str_of = |k: &str| d.get(k).and_then(Value::as_str).unwrap_or("");
+        match d.get("type").and_then(Value::as_str).unwrap_or("") {
+            "text_delta" if !str_of("text").is_empty() => {
+                self.answer.text.push_str(str_of("text"));
+                Step::Content
+            }
+            "input_json_delta" => {
+                let index = v.get("index").and_then(Value::as_u64).unwrap_or(0);
+                if !self.calls.has(index) {
+                    return Step::Other;
+                }
+                self.calls
+                    .fragment(index, None, None, Some(str_of("partial_json")));
+                Step::Content
+            }
+            "thinking_delta" if !str_of("thinking").is_empty() => Step::Reasoning,
+            "signature_delta" => Step::Reasoning,
+            _ => Step::Other,
+        }
+    }
+}
+
+/// A whole answer's `tool_use` block as a call (its input as JSON text).
+fn tool_use(b: &Value) -> Option<ToolCall> {
+    if b.get("type").and_then(Value::as_str) != Some("tool_use") {
+        return None;
+    }
+    Some(ToolCall {
+        id: b
+            .get("id")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string(),
+        name: b
+            .get("name")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string(),
+        arguments: b.get("input").map_or_else(|| "{}".into(), Value::to_string),
+    })
 }
 
 fn error_of(v: &Value) -> String {
@@ -85,19 +230,8 @@ impl Decoder for AnthropicDecoder {
                 }
                 Ok(Step::Other)
             }
-            "content_block_delta" => {
-                let text = v
-                    .get("delta")
-                    .filter(|d| d.get("type").and_then(Value::as_str) == Some("text_delta"))
-                    .and_then(|d| d.get("text"))
-                    .and_then(Value::as_str)
-                    .unwrap_or("");
-                if text.is_empty() {
-                    return Ok(Step::Other);
-                }
-                self.answer.text.push_str(text);
-                Ok(Step::Content)
-            }
+            "content_block_start" => Ok(self.block_start(&v)),
+            "content_block_delta" => Ok(self.block_delta(&v)),
             "message_delta" => {
                 if let Some(r) = v
                     .get("delta")
@@ -121,7 +255,9 @@ impl Decoder for AnthropicDecoder {
                 "stream ended without message_stop (truncated)",
             ));
         }
-        Ok(std::mem::take(&mut self.answer))
+        let mut answer = std::mem::take(&mut self.answer);
+        answer.calls = std::mem::take(&mut self.calls).finish();
+        Ok(answer)
     }
 
     fn body(&mut self, body: &[u8]) -> Result<Answer, Failure> {
@@ -144,8 +280,14 @@ impl Decoder for AnthropicDecoder {
             .ok_or_else(|| Failure::new(Outcome::BadResponse, "response has no content blocks"))?;
         self.answer.text = blocks
             .iter()
+            .filter(|b| {
+                b.get("type")
+                    .and_then(Value::as_str)
+                    .is_none_or(|t| t == "text")
+            })
             .filter_map(|b| b.get("text").and_then(Value::as_str))
             .collect();
+        self.answer.calls = blocks.iter().filter_map(tool_use).collect();
         Ok(std::mem::take(&mut self.answer))
     }
 }

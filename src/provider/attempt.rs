@@ -135,8 +135,11 @@ pub struct AttemptRecord {
     pub model_answered: Option<String>,
     /// Time to response headers.
     pub headers: Option<Duration>,
-    /// Time to the first non-empty content delta (streaming only).
+    /// Time to the first model token of any kind, reasoning included (streaming only).
     pub ttft: Option<Duration>,
+    /// Time to the first token of the answer itself: text or a tool call (streaming
+    /// only). Later than `ttft` when the model streamed its reasoning first.
+    pub first_content: Option<Duration>,
     /// How long it took.
     pub duration: Duration,
     /// The deadline this attempt was given.
@@ -192,6 +195,7 @@ impl AttemptRecord {
             model_answered: None,
             headers: None,
             ttft: None,
+            first_content: None,
             duration: Duration::ZERO,
             deadline,
             bytes: 0,
@@ -218,7 +222,8 @@ mod tests {
     fn a_record_never_starts_as_ok() {
         let r = AttemptRecord::new("r", "openai", "m", Duration::from_secs(1));
         assert_ne!(r.outcome, Outcome::Ok);
-        let done = crate::provider::finish(r, Ok(crate::findings::Extracted::default()), None);
+        let done =
+            crate::provider::finish(r, Ok(Some(crate::findings::Extracted::default())), None);
         assert_eq!(
             done.record.outcome,
             Outcome::Ok,

@@ -16,7 +16,10 @@ const YIELD_EVERY: usize = 256 * 1024;
 /// What reading the body gave.
 pub(crate) struct Read {
     pub bytes: u64,
+    /// The first token of any kind (reasoning included).
     pub ttft: Option<std::time::Duration>,
+    /// The first token of the answer itself (text or a tool call).
+    pub first_content: Option<std::time::Duration>,
     pub result: Result<Answer, Failure>,
 }
 
@@ -33,6 +36,7 @@ pub(crate) async fn read(
         events,
         bytes: 0,
         ttft: None,
+        first_content: None,
         last_progress: clocks.t0,
         saw_done: false,
         items_seen: 0,
@@ -47,6 +51,7 @@ pub(crate) async fn read(
     Read {
         bytes: st.bytes,
         ttft: st.ttft,
+        first_content: st.first_content,
         result,
     }
 }
@@ -56,6 +61,7 @@ struct State<'a> {
     events: bool,
     bytes: u64,
     ttft: Option<std::time::Duration>,
+    first_content: Option<std::time::Duration>,
     last_progress: Instant,
     saw_done: bool,
     items_seen: usize,
@@ -144,9 +150,12 @@ impl State<'_> {
         self.items_seen += self.items.len();
         for item in &self.items {
             match decoder.item(item)? {
-                Step::Content => {
+                step @ (Step::Content | Step::Reasoning) => {
                     let now = Instant::now();
                     self.ttft.get_or_insert(now - self.clocks.t0);
+                    if matches!(step, Step::Content) {
+                        self.first_content.get_or_insert(now - self.clocks.t0);
+                    }
                     self.last_progress = now;
                 }
                 Step::Other => {}

@@ -61,12 +61,18 @@ pub(crate) struct Answer {
     pub usage: Option<Usage>,
     pub request_id: Option<String>,
     pub finish_reason: Option<String>,
+    /// The tool calls the model made, in order, arguments as sent.
+    pub calls: Vec<super::conversation::ToolCall>,
 }
 
 /// What one stream item meant.
 pub(crate) enum Step {
-    /// A non-empty content delta: progress for the first-token and idle clocks.
+    /// A non-empty content delta (text or a tool call's fragment): progress for the
+    /// first-token and idle clocks, and the answer's first content.
     Content,
+    /// A reasoning delta (`reasoning_content`, `thinking_delta`, ...): model tokens, so
+    /// progress for the clocks too, but not yet the answer (DESIGN.md §14).
+    Reasoning,
     /// Metadata, pings, comments, role-only chunks: bytes, not progress.
     Other,
     /// The protocol's terminator (`[DONE]`, `message_stop`).
@@ -106,6 +112,7 @@ pub(crate) struct Exchange {
     pub status: Option<u16>,
     pub headers: Option<std::time::Duration>,
     pub ttft: Option<std::time::Duration>,
+    pub first_content: Option<std::time::Duration>,
     pub duration: std::time::Duration,
     pub bytes: u64,
     pub request_id: Option<String>,
@@ -171,6 +178,7 @@ pub(crate) async fn exchange(
         status: None,
         headers: None,
         ttft: None,
+        first_content: None,
         duration: Default::default(),
         bytes: 0,
         request_id: None,
@@ -230,6 +238,7 @@ pub(crate) async fn exchange(
     let read = body::read(&mut resp, &clocks, caps, events, decoder).await;
     ex.bytes = read.bytes;
     ex.ttft = read.ttft;
+    ex.first_content = read.first_content;
     ex.result = read.result;
     if let Ok(a) = &mut ex.result
         && a.request_id.is_none()

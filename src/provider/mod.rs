@@ -2,27 +2,36 @@
 //! request: no retries anywhere below the engine. Every attempt is measured and
 //! classified into the outcome labels of DESIGN.md section 8.
 
+mod answered;
 mod anthropic;
 pub mod attempt;
 mod body;
 pub mod classify;
+pub mod conversation;
+#[cfg(test)]
+mod conversation_tests;
 mod http;
 mod litellm;
 mod openai;
 pub mod ratelimit;
+mod request;
 pub mod secret;
 pub mod sim;
 mod sim_load;
+mod sim_tools;
 pub mod sse;
 pub(crate) mod tls;
 
 pub use attempt::{AttemptRecord, Outcome, Stage, Usage};
+pub use conversation::{
+    Conversation, FinishReason, SUBMIT_FINDINGS, ToolCall, ToolChoice, ToolResult, ToolSpec, Turn,
+};
 pub use http::ResponseCaps;
 pub use ratelimit::{RateLimitInfo, Window};
 
 use crate::config::{ProviderKind, Route, Settings};
 use crate::error::Result;
-use crate::findings::{self, Extracted};
+use crate::findings::Extracted;
 use crate::prompt::Prompt;
 use classify::Failure;
 use secret::ApiKey;
@@ -53,6 +62,25 @@ pub struct AttemptRequest {
     pub lines: (u32, u32),
     /// The attempt's clocks.
     pub limits: Limits,
+    /// A tool loop's tools and transcript after the prompt (issue 29); `None` is the
+    /// single-shot review: the two prompt messages only.
+    pub conversation: Option<Conversation>,
+    /// This attempt's output cap, instead of the route's `maxTokens` (a cut answer is
+    /// retried with a larger one).
+    pub output_cap: Option<u32>,
+}
+
+impl AttemptRequest {
+    /// A single-shot request: the prompt alone, the route's output cap.
+    pub fn new(prompt: Prompt, lines: (u32, u32), limits: Limits) -> Self {
+        AttemptRequest {
+            prompt,
+            lines,
+            limits,
+            conversation: None,
+            output_cap: None,
+        }
+    }
 }
 
 /// What one attempt produced.
@@ -60,8 +88,29 @@ pub struct AttemptRequest {
 pub struct Attempt {
     /// Everything measured, and how it ended.
     pub record: AttemptRecord,
-    /// The findings, when the outcome is `ok`.
+    /// The findings, when the outcome is `ok` and the answer held them (its text, or a
+    /// `submit_findings` call). `None` with an `ok` outcome: a turn of tool calls.
     pub extracted: Option<Extracted>,
+    /// The tool calls the model made this turn, other than `submit_findings` (whose
+    /// arguments are the findings, in `extracted`); arguments as sent, maybe invalid.
+    pub calls: Vec<ToolCall>,
+    /// The answer's text (what a transcript's assistant turn sends back).
+    pub text: String,
+    /// How the provider said the answer ended, when it said.
+    pub finish: Option<FinishReason>,
+}
+
+impl Attempt {
+    /// An attempt with this record and these findings, and no calls.
+    pub fn new(record: AttemptRecord, extracted: Option<Extracted>) -> Self {
+        Attempt {
+            record,
+            extracted,
+            calls: Vec::new(),
+            text: String::new(),
+            finish: None,
+        }
+    }
 }
 
 /// One attempt in flight; dropping it cancels the request.
@@ -166,14 +215,21 @@ impl HttpProvider {
         self
     }
 
-    fn request(&self, prompt: &Prompt, deadline: Duration) -> reqwest::Request {
+    fn request(&self, req: &AttemptRequest, deadline: Duration) -> reqwest::Request {
         let r = &self.route;
         let anthropic = r.provider == ProviderKind::Anthropic;
         let litellm = r.provider == ProviderKind::LiteLlm;
+        let spec = request::BodySpec {
+            model: &r.model,
+            prompt: &req.prompt,
+            conversation: req.conversation.as_ref(),
+            stream: r.stream,
+            max_tokens: req.output_cap.unwrap_or(r.max_tokens),
+        };
         let mut body = if anthropic {
-            anthropic::body(&r.model, prompt, r.stream, r.max_tokens)
+            anthropic::body(&spec)
         } else {
-            openai::body(&r.model, prompt, r.stream, r.max_tokens)
+            openai::body(&spec)
         };
         if litellm {
             litellm::adapt_body(&mut body, deadline);
@@ -219,7 +275,7 @@ impl HttpProvider {
         };
         let ex = http::exchange(
             &self.client,
-            self.request(&req.prompt, req.limits.total),
+            self.request(req, req.limits.total),
             &req.limits,
             &self.caps,
             self.route.stream,
@@ -249,27 +305,19 @@ impl HttpProvider {
         {
             record.warning = Some(secret::clean(self.key.as_ref(), &w, secret::REASON_CHARS));
         }
+        record.first_content = ex.first_content;
+        let mut turn = answered::Answered::default();
         let result = ex.result.and_then(|answer| {
             record.model_answered = answer.model.clone();
             record.usage = answer.usage;
             if answer.request_id.is_some() {
                 record.request_id = answer.request_id.clone();
             }
-            let cut = matches!(
-                answer.finish_reason.as_deref(),
-                Some("length" | "max_tokens")
-            );
-            let cap = self.route.max_findings_per_answer;
-            findings::extract_capped(&answer.text, req.lines.0, req.lines.1, cap).map_err(|why| {
-                let why = if cut {
-                    format!("answer cut off at max_tokens; {why}")
-                } else {
-                    why
-                };
-                Failure::new(Outcome::BadResponse, why)
-            })
+            let finish = answer.finish_reason.as_deref().map(FinishReason::from_wire);
+            turn = answered::Answered::new(answer.text, answer.calls, finish, req);
+            turn.findings(req, self.route.max_findings_per_answer)
         });
-        finish(record, result, self.key.as_ref())
+        turn.into_attempt(finish(record, result, self.key.as_ref()))
     }
 }
 
@@ -277,7 +325,7 @@ impl HttpProvider {
 /// model name) has the key redacted and only then is cut to length.
 pub(crate) fn finish(
     mut record: AttemptRecord,
-    result: std::result::Result<Extracted, Failure>,
+    result: std::result::Result<Option<Extracted>, Failure>,
     key: Option<&ApiKey>,
 ) -> Attempt {
     record.request_id = record
@@ -287,17 +335,19 @@ pub(crate) fn finish(
         .model_answered
         .map(|m| secret::clean(key, &m, ID_CHARS));
     match result {
-        Ok(extracted) => {
+        Ok(None) => {
+            record.outcome = Outcome::Ok;
+            record.reason = "a turn of tool calls".into();
+            Attempt::new(record, None)
+        }
+        Ok(Some(extracted)) => {
             record.outcome = Outcome::Ok;
             let dropped = extracted.dropped_out_of_range + extracted.dropped_invalid;
             record.reason = match (extracted.findings.len(), dropped) {
                 (n, 0) => format!("{n} finding{}", if n == 1 { "" } else { "s" }),
                 (n, d) => format!("{n} findings, {d} dropped (out of range or invalid)"),
             };
-            Attempt {
-                record,
-                extracted: Some(extracted),
-            }
+            Attempt::new(record, Some(extracted))
         }
         Err(f) => {
             record.outcome = f.outcome;
@@ -305,10 +355,7 @@ pub(crate) fn finish(
             record.reason = secret::clean(key, &f.reason, secret::REASON_CHARS);
             record.retry_after = f.retry_after;
             record.backpressure = f.backpressure;
-            Attempt {
-                record,
-                extracted: None,
-            }
+            Attempt::new(record, None)
         }
     }
 }

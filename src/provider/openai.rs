@@ -2,31 +2,94 @@
 
 use super::attempt::{Outcome, Usage};
 use super::classify::Failure;
+use super::conversation::{CallParts, Conversation, ToolCall, ToolChoice, ToolSpec, Turn, wire_id};
 use super::http::{Answer, Decoder, Step};
+use super::request::BodySpec;
 use super::sse::SseItem;
-use crate::prompt::Prompt;
 use serde_json::{Value, json};
 
-pub(crate) fn body(model: &str, prompt: &Prompt, stream: bool, max_tokens: u32) -> Value {
+pub(crate) fn body(spec: &BodySpec) -> Value {
+    let prompt = spec.prompt;
+    let mut messages = vec![
+        json!({"role": "system", "content": prompt.system}),
+        json!({"role": "user", "content": prompt.user}),
+    ];
+    if let Some(c) = spec.conversation {
+        transcript(c, &mut messages);
+    }
     let mut b = json!({
-        "model": model,
-        "messages": [
-            {"role": "system", "content": prompt.system},
-            {"role": "user", "content": prompt.user},
-        ],
-        "stream": stream,
-        "max_tokens": max_tokens,
+        "model": spec.model,
+        "messages": messages,
+        "stream": spec.stream,
+        "max_tokens": spec.max_tokens,
         "temperature": 0,
     });
-    if stream {
+    if spec.stream {
         b["stream_options"] = json!({"include_usage": true});
     }
+    if let Some(c) = spec.conversation.filter(|c| !c.tools.is_empty()) {
+        b["tools"] = tools(&c.tools);
+        b["tool_choice"] = match &c.choice {
+            ToolChoice::Auto => json!("auto"),
+            ToolChoice::None => json!("none"),
+            ToolChoice::Force(name) => json!({"type": "function", "function": {"name": name}}),
+        };
+    }
     b
+}
+
+/// Tool definitions, OpenAI's shape (the shared prefix: same order every request).
+fn tools(specs: &[ToolSpec]) -> Value {
+    specs
+        .iter()
+        .map(|t| {
+            json!({"type": "function", "function": {
+                "name": t.name, "description": t.description, "parameters": t.parameters}})
+        })
+        .collect()
+}
+
+/// The turns after the prompt: an assistant message carrying its `tool_calls`, then one
+/// `role: tool` message per result. OpenAI has no error flag on a result: an error's
+/// content says so in words.
+fn transcript(c: &Conversation, messages: &mut Vec<Value>) {
+    for turn in &c.turns {
+        match turn {
+            Turn::Assistant { text, calls } => {
+                let mut m = json!({"role": "assistant", "content": text});
+                if !calls.is_empty() {
+                    if text.is_empty() {
+                        m["content"] = Value::Null;
+                    }
+                    m["tool_calls"] = calls
+                        .iter()
+                        .map(|call| {
+                            json!({"id": wire_id(&call.id), "type": "function",
+                                   "function": {"name": call.name, "arguments": call.arguments}})
+                        })
+                        .collect();
+                }
+                messages.push(m);
+            }
+            Turn::Results(results) => {
+                for r in results {
+                    let content = if r.is_error {
+                        format!("error: {}", r.content)
+                    } else {
+                        r.content.clone()
+                    };
+                    messages.push(json!({"role": "tool", "tool_call_id": wire_id(&r.call_id),
+                                         "name": r.name, "content": content}));
+                }
+            }
+        }
+    }
 }
 
 #[derive(Default)]
 pub(crate) struct OpenAiDecoder {
     answer: Answer,
+    calls: CallParts,
 }
 
 fn usage(v: &Value) -> Option<Usage> {
@@ -91,11 +154,33 @@ impl Decoder for OpenAiDecoder {
                 self.answer.text.push_str(text);
                 step = Step::Content;
             }
-            if delta
+            if let Some(parts) = delta
                 .and_then(|d| d.get("tool_calls"))
-                .is_some_and(|t| !t.is_null())
+                .and_then(Value::as_array)
             {
+                for (n, part) in parts.iter().enumerate() {
+                    let index = part
+                        .get("index")
+                        .and_then(Value::as_u64)
+                        .unwrap_or(n as u64);
+                    let f = part.get("function");
+                    let s = |v: Option<&Value>, k: &str| {
+                        v.and_then(|v| v.get(k))
+                            .and_then(Value::as_str)
+                            .map(str::to_string)
+                    };
+                    let args = f.and_then(|f| f.get("arguments")).map(arguments_text);
+                    self.calls.fragment(
+                        index,
+                        s(Some(part), "id").as_deref(),
+                        s(f, "name").as_deref(),
+                        args.as_deref(),
+                    );
+                }
                 step = Step::Content;
+            }
+            if matches!(step, Step::Other) && delta.is_some_and(has_reasoning) {
+                step = Step::Reasoning;
             }
             if let Some(reason) = c.get("finish_reason").and_then(Value::as_str) {
                 if reason == "error" {
@@ -117,7 +202,9 @@ impl Decoder for OpenAiDecoder {
                 "stream ended without [DONE] or a finish_reason (truncated)",
             ));
         }
-        Ok(std::mem::take(&mut self.answer))
+        let mut answer = std::mem::take(&mut self.answer);
+        answer.calls = std::mem::take(&mut self.calls).finish();
+        Ok(answer)
     }
 
     fn body(&mut self, body: &[u8]) -> Result<Answer, Failure> {
@@ -143,17 +230,64 @@ impl Decoder for OpenAiDecoder {
             }
             self.answer.finish_reason = Some(r.to_string());
         }
-        let text = choice
-            .and_then(|c| c.get("message"))
+        let message = choice.and_then(|c| c.get("message"));
+        self.answer.calls = message.map(calls_of).unwrap_or_default();
+        let text = message
             .and_then(|m| m.get("content"))
-            .and_then(Value::as_str)
-            .ok_or_else(|| {
-                Failure::new(
+            .and_then(Value::as_str);
+        match text {
+            Some(t) => self.answer.text = t.to_string(),
+            None if !self.answer.calls.is_empty() => {}
+            None => {
+                return Err(Failure::new(
                     Outcome::BadResponse,
                     "response has no choices[0].message.content",
-                )
-            })?;
-        self.answer.text = text.to_string();
+                ));
+            }
+        }
         Ok(std::mem::take(&mut self.answer))
     }
+}
+
+/// Whether a delta carries reasoning (`reasoning_content`: DeepSeek, vLLM, LiteLLM;
+/// `reasoning` / `reasoning_details`: OpenRouter): model tokens, progress for the clocks.
+fn has_reasoning(delta: &Value) -> bool {
+    ["reasoning_content", "reasoning"].iter().any(|k| {
+        delta
+            .get(*k)
+            .and_then(Value::as_str)
+            .is_some_and(|s| !s.is_empty())
+    }) || delta
+        .get("reasoning_details")
+        .and_then(Value::as_array)
+        .is_some_and(|a| !a.is_empty())
+}
+
+/// Arguments as text: a string as sent, anything else (a gateway that sends an object)
+/// as its JSON.
+fn arguments_text(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Null => String::new(),
+        other => other.to_string(),
+    }
+}
+
+/// `message.tool_calls` of a whole answer, in order (parallel calls included).
+fn calls_of(message: &Value) -> Vec<ToolCall> {
+    let Some(calls) = message.get("tool_calls").and_then(Value::as_array) else {
+        return Vec::new();
+    };
+    let mut parts = CallParts::default();
+    for (n, c) in calls.iter().enumerate() {
+        let f = c.get("function");
+        let args = f.and_then(|f| f.get("arguments")).map(arguments_text);
+        parts.fragment(
+            n as u64,
+            c.get("id").and_then(Value::as_str),
+            f.and_then(|f| f.get("name")).and_then(Value::as_str),
+            args.as_deref(),
+        );
+    }
+    parts.finish()
 }

@@ -6,6 +6,7 @@
 //! Draws depend on the route's seed and the prompt (not on call order), so a run with the
 //! same seed and diff is repeatable under any concurrency.
 
+use super::answered::Answered;
 use super::attempt::{AttemptRecord, Outcome, Stage, Usage};
 use super::classify::Failure;
 use super::sim_load::{Admit, LoadState};
@@ -261,6 +262,7 @@ impl SimProvider {
             Admit::Refuse { retry_after_s } => (Draw::RateLimited { retry_after_s }, None),
             Admit::Serve { slow, slot } => (self.draw(req).slowed(slow), Some(slot)),
         };
+        let mut answered = None;
         let result = match draw {
             Draw::Hang => Err(no_token(&mut record, limits).await),
             Draw::Fast503 => {
@@ -280,7 +282,13 @@ impl SimProvider {
                 Err(f)
             }
             Draw::SlowError { minutes } => Err(self.slow_error(&mut record, limits, minutes).await),
-            Draw::Answer { minutes } => self.answer(&mut record, req, minutes).await,
+            Draw::Answer { minutes } => match self.answer(&mut record, req, minutes).await {
+                Ok((turn, result)) => {
+                    answered = Some(turn);
+                    result
+                }
+                Err(f) => Err(f),
+            },
         };
         if record.headers.is_none() && record.http_status.is_some() {
             record.headers = Some(record.duration);
@@ -289,7 +297,11 @@ impl SimProvider {
             // A `paced` route's headers, as they stand when the answer arrives.
             record.rate_limit = self.load.headers().map(Box::new);
         }
-        super::finish(record, result, None)
+        let attempt = super::finish(record, result, None);
+        match answered {
+            Some(a) => a.into_attempt(attempt),
+            None => attempt,
+        }
     }
 
     /// A provider error after `minutes`, unless the first-token clock runs out first.
@@ -320,7 +332,7 @@ impl SimProvider {
         record: &mut AttemptRecord,
         req: &AttemptRequest,
         minutes: f64,
-    ) -> Result<findings::Extracted, Failure> {
+    ) -> Result<(Answered, Result<Option<findings::Extracted>, Failure>), Failure> {
         let limits = &req.limits;
         let total = self.real(minutes);
         let ttft = total / 4;
@@ -328,6 +340,7 @@ impl SimProvider {
             return Err(no_token(record, limits).await);
         }
         record.ttft = Some(ttft);
+        record.first_content = Some(ttft);
         if total > limits.total {
             wait(record, limits.total, None).await;
             return Err(Failure::timeout(Stage::Total, limits));
@@ -335,15 +348,18 @@ impl SimProvider {
         wait(record, total, Some(200)).await;
         record.headers = Some(Duration::ZERO);
         record.model_answered = Some(self.route.model.clone());
-        let answer = heuristics::review(&req.prompt);
-        record.bytes = answer.len() as u64;
+        let turn = super::sim_tools::respond(req, heuristics::findings(&req.prompt));
+        let answer_len =
+            turn.text.len() + turn.calls.iter().map(|c| c.arguments.len()).sum::<usize>();
+        record.bytes = answer_len as u64;
         record.usage = Some(Usage {
             input_tokens: Some((req.prompt.chars() / 4) as u64),
-            output_tokens: Some((answer.len() / 4) as u64),
+            output_tokens: Some((answer_len / 4) as u64),
             cost: None,
         });
-        findings::extract(&answer, req.lines.0, req.lines.1)
-            .map_err(|why| Failure::new(Outcome::BadResponse, why))
+        let answered = Answered::new(turn.text, turn.calls, Some(turn.finish), req);
+        let result = answered.findings(req, findings::DEFAULT_MAX_FINDINGS_PER_ANSWER);
+        Ok((answered, result))
     }
 }
 
@@ -463,7 +479,13 @@ mod heuristics {
     ];
 
     /// Answers with the JSON contract, as a model would.
+    #[cfg(test)]
     pub fn review(prompt: &Prompt) -> String {
+        format!("```json\n{}\n```", findings(prompt))
+    }
+
+    /// The findings object the sim's model finds in the prompt's chunk.
+    pub fn findings(prompt: &Prompt) -> serde_json::Value {
         // "running the review skill `x`" or "running the review skills `a`, `b` in one pass".
         let head = prompt.system.lines().next().unwrap_or("");
         let skills: Vec<&str> = head.split('`').skip(1).step_by(2).collect();
@@ -499,7 +521,7 @@ mod heuristics {
                 }
             }
         }
-        format!("```json\n{}\n```", json!({ "findings": findings }))
+        json!({ "findings": findings })
     }
 
     /// `   12 + text` → (12, text).

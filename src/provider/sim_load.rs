@@ -263,6 +263,8 @@ mod tests {
                     idle: long,
                     total: long,
                 },
+                conversation: None,
+                output_cap: None,
             }
         }
 

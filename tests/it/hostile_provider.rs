@@ -158,6 +158,8 @@ fn request(limits: Limits) -> AttemptRequest {
         },
         lines: (1, 20),
         limits,
+        conversation: None,
+        output_cap: None,
     }
 }
 

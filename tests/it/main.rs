@@ -31,6 +31,7 @@ mod patch_input;
 mod patch_property;
 mod plan_limits;
 mod provider;
+mod provider_tools;
 mod provider_trust;
 mod report_formats;
 mod review_e2e;

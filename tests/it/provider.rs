@@ -53,6 +53,8 @@ fn request() -> AttemptRequest {
         },
         lines: (1, 20),
         limits: limits(),
+        conversation: None,
+        output_cap: None,
     }
 }
 

@@ -6,6 +6,10 @@
 
 #![allow(dead_code)]
 
+// Child modules by path, so that the benches that include this file get them too.
+#[path = "fake_tools.rs"]
+pub mod fake_tools;
+
 use serde_json::{Value, json};
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
@@ -82,6 +86,9 @@ pub enum Behavior {
         headers: Vec<(String, String)>,
         bytes: usize,
     },
+    /// A 200 answer made of these tool calls (name, raw arguments JSON), in the request's
+    /// protocol, streamed or not; several are parallel calls (see `fake_tools.rs`).
+    ToolCalls(Vec<fake_tools::Call>),
 }
 
 impl Behavior {
@@ -609,6 +616,16 @@ impl Wire {
                 let _ = wr.write_all(body.as_bytes()).await;
             }
             Behavior::Answer(text) => self.answer(wr, text, None).await,
+            Behavior::ToolCalls(calls) => {
+                let body = if self.stream {
+                    fake_tools::stream(self.anthropic, &self.model, calls)
+                } else {
+                    fake_tools::body(self.anthropic, &self.model, calls)
+                };
+                self.ok_headers(wr, (!self.stream).then_some(body.len()))
+                    .await;
+                let _ = wr.write_all(body.as_bytes()).await;
+            }
             Behavior::Flood => {
                 self.ok_headers(wr, None).await;
                 let chunk = vec![b'x'; 64 * 1024];

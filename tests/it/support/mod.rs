@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod fake_provider;
+pub use fake_provider::fake_tools;
 pub mod litellm;
 pub mod otlp_receiver;
 pub mod patch;

@@ -121,10 +121,7 @@ impl Scripted {
             record.retry_after = retry_after;
             record.http_status = Some(429);
             record.reason = "scripted 429: over capacity".into();
-            return Attempt {
-                record,
-                extracted: None,
-            };
+            return Attempt::new(record, None);
         }
         self.peak.fetch_max(now, Ordering::SeqCst);
         struct Guard<'a>(&'a AtomicUsize);
@@ -165,10 +162,7 @@ impl Scripted {
             record.outcome = Outcome::Timeout;
             record.stage = Some(Stage::Total);
             record.reason = "deadline".into();
-            return Attempt {
-                record,
-                extracted: None,
-            };
+            return Attempt::new(record, None);
         }
         match step {
             Step::Ok(_, k) => {
@@ -185,18 +179,12 @@ impl Scripted {
                     output_tokens: Some(o),
                     cost: None,
                 });
-                Attempt {
-                    record,
-                    extracted: Some(extracted),
-                }
+                Attempt::new(record, Some(extracted))
             }
             Step::Fail(_, o) => {
                 record.outcome = o;
                 record.reason = format!("scripted {o}");
-                Attempt {
-                    record,
-                    extracted: None,
-                }
+                Attempt::new(record, None)
             }
             Step::RateLimited(_, ra) => {
                 self.refused.fetch_add(1, Ordering::SeqCst);
@@ -204,10 +192,7 @@ impl Scripted {
                 record.retry_after = Some(ra);
                 record.backpressure = true;
                 record.reason = "scripted 429".into();
-                Attempt {
-                    record,
-                    extracted: None,
-                }
+                Attempt::new(record, None)
             }
             Step::Overloaded(_) => {
                 self.refused.fetch_add(1, Ordering::SeqCst);
@@ -215,10 +200,7 @@ impl Scripted {
                 record.backpressure = true;
                 record.http_status = Some(529);
                 record.reason = "scripted 529 overloaded".into();
-                Attempt {
-                    record,
-                    extracted: None,
-                }
+                Attempt::new(record, None)
             }
             Step::Hang | Step::HangForever => unreachable!(),
         }

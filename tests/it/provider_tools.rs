@@ -1,0 +1,226 @@
+//! The conversation seam over real HTTP (DESIGN.md §14): a request with tools and a
+//! transcript reaches the fake in the route's own protocol, and the fake's tool calls come
+//! back as `Attempt::calls` — both protocols, streamed and not, parallel calls, broken
+//! argument JSON kept raw, and findings through `submit_findings`.
+
+use crate::provider::route;
+use crate::support::fake_provider::{Behavior, FakeProvider, finding};
+use crate::support::fake_tools::{call, submit};
+use serde_json::json;
+use std::time::Duration;
+use warden::config::ProviderKind;
+use warden::prompt::Prompt;
+use warden::provider::{
+    AttemptRequest, Conversation, FinishReason, HttpProvider, Limits, Outcome, Provider,
+    SUBMIT_FINDINGS, ToolCall, ToolChoice, ToolResult, ToolSpec, Turn,
+};
+
+fn request(conversation: Option<Conversation>) -> AttemptRequest {
+    let d = Duration::from_secs(5);
+    let mut r = AttemptRequest::new(
+        Prompt {
+            system: "system".into(),
+            user: "review lines 1-20".into(),
+        },
+        (1, 20),
+        Limits {
+            connect: d,
+            first_token: d,
+            idle: d,
+            total: d,
+        },
+    );
+    r.conversation = conversation;
+    r
+}
+
+fn tools() -> Vec<ToolSpec> {
+    ["read_file", "grep", SUBMIT_FINDINGS]
+        .iter()
+        .map(|n| ToolSpec {
+            name: n.to_string(),
+            description: format!("the {n} tool"),
+            parameters: json!({"type": "object", "properties": {}}),
+        })
+        .collect()
+}
+
+fn kinds() -> [(ProviderKind, bool); 4] {
+    [
+        (ProviderKind::OpenAi, true),
+        (ProviderKind::OpenAi, false),
+        (ProviderKind::Anthropic, true),
+        (ProviderKind::Anthropic, false),
+    ]
+}
+
+fn provider(fake: &FakeProvider, kind: ProviderKind, stream: bool, model: &str) -> HttpProvider {
+    let r = route("r", kind, model, &fake.base_url(), stream);
+    HttpProvider::new(&r, None, Duration::from_secs(2))
+}
+
+#[test]
+fn parallel_calls_come_back_whole_in_both_protocols_streamed_and_not() {
+    let fake = FakeProvider::start();
+    fake.script(
+        "agent",
+        vec![Behavior::ToolCalls(vec![
+            call("read_file", json!({"path": "src/lib.rs"})),
+            ("grep".into(), "{\"pattern\": \"unclosed".into()),
+        ])],
+    );
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    for (kind, stream) in kinds() {
+        let p = provider(&fake, kind, stream, "agent");
+        let conv = Conversation {
+            tools: tools(),
+            ..Conversation::default()
+        };
+        let a = rt.block_on(p.attempt(&request(Some(conv))));
+        let what = format!("{kind:?} stream={stream}");
+        assert_eq!(a.record.outcome, Outcome::Ok, "{what}: {}", a.record.reason);
+        assert!(
+            a.extracted.is_none(),
+            "{what}: a turn of calls, no findings"
+        );
+        assert_eq!(a.finish, Some(FinishReason::ToolCalls), "{what}");
+        assert_eq!(a.calls.len(), 2, "{what}");
+        assert_eq!(a.calls[0].name, "read_file");
+        assert_eq!(
+            serde_json::from_str::<serde_json::Value>(&a.calls[0].arguments).unwrap(),
+            json!({"path": "src/lib.rs"}),
+            "{what}"
+        );
+        if stream || kind == ProviderKind::OpenAi {
+            assert_eq!(
+                a.calls[1].arguments, "{\"pattern\": \"unclosed",
+                "{what}: raw"
+            );
+        }
+        assert_ne!(a.calls[0].id, a.calls[1].id, "{what}");
+        if stream {
+            assert!(a.record.ttft.is_some() && a.record.first_content.is_some());
+        }
+    }
+}
+
+#[test]
+fn findings_arrive_through_submit_findings_and_are_not_calls() {
+    let fake = FakeProvider::start();
+    fake.script(
+        "agent",
+        vec![Behavior::ToolCalls(vec![submit(json!([
+            finding(3, "high", "bug"),
+            finding(99, "low", "outside")
+        ]))])],
+    );
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    for (kind, stream) in kinds() {
+        let p = provider(&fake, kind, stream, "agent");
+        let conv = Conversation {
+            tools: tools(),
+            choice: ToolChoice::Force(SUBMIT_FINDINGS.into()),
+            turns: vec![],
+        };
+        let a = rt.block_on(p.attempt(&request(Some(conv))));
+        let what = format!("{kind:?} stream={stream}");
+        assert_eq!(a.record.outcome, Outcome::Ok, "{what}: {}", a.record.reason);
+        let ex = a.extracted.expect("findings");
+        assert_eq!(ex.findings.len(), 1, "{what}");
+        assert_eq!(ex.dropped_out_of_range, 1, "{what}");
+        assert!(
+            a.calls.is_empty(),
+            "{what}: submit_findings is not a call to answer"
+        );
+    }
+}
+
+#[test]
+fn the_transcript_reaches_the_wire_in_each_protocol() {
+    let fake = FakeProvider::start();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let conv = Conversation {
+        tools: tools(),
+        choice: ToolChoice::Auto,
+        turns: vec![
+            Turn::Assistant {
+                text: String::new(),
+                calls: vec![ToolCall {
+                    id: "call_0".into(),
+                    name: "read_file".into(),
+                    arguments: "{\"path\": \"a\"}".into(),
+                }],
+            },
+            Turn::Results(vec![ToolResult {
+                call_id: "call_0".into(),
+                name: "read_file".into(),
+                content: "fn a() {}".into(),
+                is_error: false,
+            }]),
+        ],
+    };
+    for (kind, model) in [(ProviderKind::OpenAi, "o"), (ProviderKind::Anthropic, "a")] {
+        let p = provider(&fake, kind, true, model);
+        let a = rt.block_on(p.attempt(&request(Some(conv.clone()))));
+        assert_eq!(a.record.outcome, Outcome::Ok, "{}", a.record.reason);
+        assert!(
+            a.extracted.is_some(),
+            "a text answer is read by the text contract"
+        );
+    }
+    let o = &fake.requests_for("o")[0].body;
+    assert_eq!(o["messages"][2]["tool_calls"][0]["id"], "call_0");
+    assert_eq!(o["messages"][3]["role"], "tool");
+    assert_eq!(o["tool_choice"], "auto");
+    let a = &fake.requests_for("a")[0].body;
+    assert_eq!(a["messages"][1]["content"][0]["type"], "tool_use");
+    assert_eq!(a["messages"][2]["content"][0]["tool_use_id"], "call_0");
+    assert_eq!(a["tools"][2]["name"], SUBMIT_FINDINGS);
+    assert_eq!(a["tool_choice"], json!({"type": "auto"}));
+}
+
+#[test]
+fn a_single_shot_request_is_the_two_messages_and_calls_alone_are_no_review() {
+    let fake = FakeProvider::start();
+    fake.script(
+        "stray",
+        vec![Behavior::ToolCalls(vec![call("read_file", json!({}))])],
+    );
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    for (kind, stream) in kinds() {
+        let p = provider(&fake, kind, stream, "plain");
+        let a = rt.block_on(p.attempt(&request(None)));
+        assert_eq!(a.record.outcome, Outcome::Ok);
+        let p = provider(&fake, kind, stream, "stray");
+        let a = rt.block_on(p.attempt(&request(None)));
+        assert_eq!(
+            a.record.outcome,
+            Outcome::BadResponse,
+            "{kind:?} {stream}: a single-shot answer of calls has no findings: {}",
+            a.record.reason
+        );
+    }
+    for r in fake.requests_for("plain") {
+        assert!(r.body.get("tools").is_none(), "{}", r.body);
+        let n = r.body["messages"].as_array().unwrap().len();
+        assert_eq!(n, if r.path.ends_with("/messages") { 1 } else { 2 });
+    }
+}
+
+#[test]
+fn the_output_cap_overrides_the_route_s_max_tokens() {
+    let fake = FakeProvider::start();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    for (kind, model) in [(ProviderKind::OpenAi, "o"), (ProviderKind::Anthropic, "a")] {
+        let p = provider(&fake, kind, false, model);
+        let mut req = request(None);
+        rt.block_on(p.attempt(&req));
+        req.output_cap = Some(2048);
+        rt.block_on(p.attempt(&req));
+    }
+    for model in ["o", "a"] {
+        let r = fake.requests_for(model);
+        assert_eq!(r[0].body["max_tokens"], 1024, "the route's maxTokens");
+        assert_eq!(r[1].body["max_tokens"], 2048, "the attempt's cap");
+    }
+}
