@@ -20,7 +20,7 @@ use std::time::Duration;
     version,
     about = "AI code review that finishes inside its budget and says what it did not review",
     args_conflicts_with_subcommands = true,
-    disable_help_subcommand = true
+    after_help = "Start with `warden review --sim --demo` (no key, no network), then `warden init`.\nEvery page of the manual: https://github.com/warden-review/warden/tree/main/docs"
 )]
 pub struct Cli {
     /// The command; none means `review`.
@@ -90,6 +90,43 @@ pub enum Command {
     /// Predict a review: run the plan through the engine on a simulated clock with each
     /// route's latency profile, for both routing policies; calls no model.
     Simulate(SimulateArgs),
+    /// Print shell completions (bash, zsh, fish, powershell, elvish).
+    ///
+    /// For example `warden completions bash > ~/.local/share/bash-completion/completions/warden`.
+    Completions(CompletionsArgs),
+    /// Print the manual page (roff).
+    ///
+    /// For example `warden man > ~/.local/share/man/man1/warden.1`.
+    Man,
+}
+
+/// `warden completions`.
+#[derive(Debug, Clone, Args)]
+pub struct CompletionsArgs {
+    /// The shell to complete for.
+    #[arg(value_enum, value_name = "SHELL")]
+    pub shell: clap_complete::Shell,
+}
+
+/// The names of warden's commands (as `warden help` lists them), for "did you mean".
+pub fn command_names() -> Vec<String> {
+    use clap::CommandFactory;
+    Cli::command()
+        .get_subcommands()
+        .map(|c| c.get_name().to_string())
+        .collect()
+}
+
+/// The command `word` was probably meant to be: the closest command name within two
+/// edits (`revew` → `review`), None when none is that close.
+pub fn near_command(word: &str) -> Option<String> {
+    let word = word.to_ascii_lowercase();
+    command_names()
+        .into_iter()
+        .map(|name| (strsim::damerau_levenshtein(&word, &name), name))
+        .filter(|(d, name)| *d > 0 && *d <= 2 && *d < name.len())
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, name)| name)
 }
 
 /// `warden simulate`.
@@ -151,6 +188,13 @@ pub struct Selection {
     /// Review a unified diff from FILE, or from stdin with `-` (no repository needed).
     #[arg(long, value_name = "FILE|-")]
     pub diff: Option<String>,
+    /// Review the demo change built into warden (try `warden review --sim --demo`).
+    #[arg(long)]
+    pub demo: bool,
+    /// Strip N leading components from the patch's paths, as `git apply -p N` (default
+    /// 1: the `a/` and `b/` of git's patches; 0 for `git diff --no-prefix`).
+    #[arg(short = 'p', long = "strip", value_name = "N", value_parser = clap::value_parser!(u16).range(0..=64))]
+    pub strip: Option<u16>,
     /// Run as if started in DIR.
     #[arg(short = 'C', value_name = "DIR")]
     pub dir: Option<PathBuf>,
@@ -370,6 +414,10 @@ pub struct InitArgs {
     /// Overwrite an existing warden.toml.
     #[arg(long)]
     pub force: bool,
+    /// Write the full example instead of the starter: every key warden reads, with its
+    /// default and what it does.
+    #[arg(long)]
+    pub example: bool,
 }
 
 /// `--color`.
@@ -415,7 +463,16 @@ impl Selection {
                 self.head.as_deref(),
                 self.staged,
                 self.diff.as_deref(),
+                self.demo,
             )?,
+            strip: match (self.strip, self.diff.is_some()) {
+                (Some(_), false) => {
+                    return Err(crate::Error::Usage(
+                        "-p/--strip applies to a patch: use it with --diff FILE|-".into(),
+                    ));
+                }
+                (strip, _) => strip.map(usize::from),
+            },
             dir: prepare::start_dir(self.dir.as_deref())?,
             config: self.config.clone(),
             skills: self.skills.clone(),

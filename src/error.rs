@@ -34,9 +34,21 @@ pub enum Error {
         message: String,
     },
 
-    /// A git operation failed: not a repository, unknown ref, unreadable object.
+    /// A git operation failed: not a repository, unreadable object.
     #[error("{0}")]
     Git(String),
+
+    /// A target that names no branch, tag or commit. Typed, so that the command layer can
+    /// tell a misspelt command (`warden revew`) from a misspelt ref.
+    #[error("{message}")]
+    UnknownRef {
+        /// The ref as written.
+        spec: String,
+        /// A ref of the repository within two edits of it, if any.
+        near: Option<String>,
+        /// What is wrong and what to check.
+        message: String,
+    },
 
     /// A `--diff` input that is not a unified diff.
     #[error("{source_name}:{line}: {message}")]

@@ -20,6 +20,9 @@ use std::path::{Path, PathBuf};
 pub struct Selection {
     /// The diff to select.
     pub target: Target,
+    /// `-p N`: leading path components stripped from a patch's names, as `git apply -p`
+    /// (None: git's default, 1, guessed for traditional headers as git guesses).
+    pub strip: Option<usize>,
     /// Where warden runs (`-C DIR`, else the current directory).
     pub dir: PathBuf,
     /// `-c FILE`, else `warden.toml` at the repository root.
@@ -115,7 +118,7 @@ pub fn prepare(sel: &Selection) -> Result<Prepared> {
         // A patch needs no repository, but one around it still supplies config and skills.
         let repo = diff::git::find_repo(&sel.dir);
         let (bytes, name) = read_patch(source, &sel.dir)?;
-        let diff = diff::patch_text::parse(&bytes, &name)?;
+        let diff = diff::patch_text::parse_stripped(&bytes, &name, sel.strip)?;
         let touched: Vec<String> = diff
             .files
             .iter()
@@ -183,6 +186,7 @@ fn finish(
 
 fn read_patch(source: &PatchSource, dir: &Path) -> Result<(Vec<u8>, String)> {
     match source {
+        PatchSource::Demo => Ok((diff::target::DEMO_DIFF.to_vec(), "the built-in demo".into())),
         PatchSource::Stdin => {
             let mut buf = Vec::new();
             std::io::stdin()

@@ -1,12 +1,10 @@
-//! `warden init`: writes a starter warden.toml at the repository root.
+//! `warden init`: writes a starter warden.toml at the repository root (or, with
+//! `--example`, the full commented example), and says what to do next.
 
 use warden::cli::InitArgs;
 use warden::config;
 use warden::error::{Error, Result};
 use warden::prepare::{repo_root, start_dir};
-
-/// A sim route that works with no key, and real routes to uncomment.
-const STARTER: &str = include_str!("starter.toml");
 
 pub(super) fn init_cmd(args: &InitArgs) -> Result<i32> {
     let dir = start_dir(args.dir.as_deref())?;
@@ -18,7 +16,24 @@ pub(super) fn init_cmd(args: &InitArgs) -> Result<i32> {
             path.display()
         )));
     }
-    std::fs::write(&path, STARTER).map_err(|e| Error::io(&path, e))?;
-    warden::text::stdio::eprint_line(&format!("wrote {}", path.display()));
+    let text = if args.example {
+        config::EXAMPLE
+    } else {
+        config::STARTER
+    };
+    std::fs::write(&path, text).map_err(|e| Error::io(&path, e))?;
+    let what = if args.example {
+        "every key with its default"
+    } else {
+        "a starter with a simulated route"
+    };
+    warden::text::stdio::eprint_line(&format!(
+        "wrote {} ({what})\n\
+         next: `warden review` reviews your changes on the simulator (no key needed; this new \
+         warden.toml is not reviewed while it is as init wrote it). For a real model, replace \
+         the `sim` route with one for your provider (see the commented routes in the file, or \
+         docs/configuration.md) and export the key variable its apiKeyEnv names.",
+        path.display()
+    ));
     Ok(0)
 }

@@ -2,6 +2,7 @@
 //! policy; the library never calls back up into this layer.
 
 mod cache;
+mod completions;
 mod init;
 mod merge;
 mod review;
@@ -29,7 +30,27 @@ pub fn run(cli: Cli) -> Result<i32> {
         Some(Command::Simulate(args)) => simulate::simulate_cmd(&args),
         Some(Command::Review(args)) => review::review_cmd(&args),
         Some(Command::Merge(args)) => merge::merge_cmd(&args),
-        None => review::review_cmd(&cli.review),
+        Some(Command::Completions(args)) => completions::completions_cmd(&args),
+        Some(Command::Man) => completions::man_cmd(),
+        None => review::review_cmd(&cli.review)
+            .map_err(|e| misspelt_command(e, cli.review.selection.target.as_deref())),
+    }
+}
+
+/// `warden revew`: a target that is neither a ref nor near one, but close to a command,
+/// was meant as the command.
+fn misspelt_command(err: Error, target: Option<&str>) -> Error {
+    let Error::UnknownRef {
+        spec, near: None, ..
+    } = &err
+    else {
+        return err;
+    };
+    match warden::cli::near_command(spec) {
+        Some(cmd) if Some(spec.as_str()) == target => Error::Usage(format!(
+            "`{spec}` is neither a command nor a ref of this repository: did you mean `warden {cmd}`? (`warden help` lists the commands)"
+        )),
+        _ => err,
     }
 }
 

@@ -31,6 +31,22 @@ use std::time::Duration;
 /// The config file warden discovers at the repository root.
 pub const FILE_NAME: &str = "warden.toml";
 
+/// The starter `warden init` writes: a sim route that works with no key, and real routes
+/// to uncomment.
+pub const STARTER: &str = include_str!("starter.toml");
+
+/// Every key warden reads, with its default and a comment: `warden init --example`
+/// writes it (release archives carry it too, as warden.toml.example).
+pub const EXAMPLE: &str = include_str!("../../warden.toml.example");
+
+/// Whether `lines` (a new file's whole text, line by line) are exactly what `warden init`
+/// writes, unedited: warden's own text, with nothing of the change in it.
+pub fn is_init_output(lines: &[&str]) -> bool {
+    [STARTER, EXAMPLE]
+        .iter()
+        .any(|text| text.lines().eq(lines.iter().copied()))
+}
+
 /// The longest duration any setting or flag accepts. Budgets beyond a week mean a typo,
 /// and far-future deadlines are where clock arithmetic overflows.
 pub const MAX_DURATION: Duration = Duration::from_secs(7 * 24 * 60 * 60);

@@ -309,18 +309,48 @@ pub(crate) fn commit<'r>(repo: &'r Repository, spec: &str) -> Result<git2::Commi
                 "the repository has no commits yet: commit something, or review uncommitted changes with no target"
                     .into(),
             )
-        } else if repo.is_shallow() {
-            Error::Git(format!(
-                "unknown ref `{spec}`: not a branch, tag or commit in this shallow clone's history: {DEEPEN}, or check `git branch -a`"
-            ))
         } else {
-            Error::Git(format!(
-                "unknown ref `{spec}`: not a branch, tag or commit in this repository (check `git branch -a` and `git log`)"
-            ))
+            unknown_ref(repo, spec)
         }
     })?;
     obj.peel_to_commit()
         .map_err(|_| Error::Git(format!("`{spec}` does not point to a commit")))
+}
+
+/// The error for a ref `spec` that names nothing, with the repository's nearest ref name.
+fn unknown_ref(repo: &Repository, spec: &str) -> Error {
+    let near = near_ref(repo, spec);
+    let hint = match &near {
+        Some(n) => format!("did you mean `{n}`? "),
+        None => String::new(),
+    };
+    let message = if repo.is_shallow() {
+        format!(
+            "unknown ref `{spec}`: not a branch, tag or commit in this shallow clone's history: {hint}{DEEPEN}, or check `git branch -a`"
+        )
+    } else {
+        format!(
+            "unknown ref `{spec}`: not a branch, tag or commit in this repository ({hint}check `git branch -a` and `git log`)"
+        )
+    };
+    Error::UnknownRef {
+        spec: spec.to_string(),
+        near,
+        message,
+    }
+}
+
+/// The short name of a branch or tag within two edits of `spec` (the closest), if any.
+/// At most the first 10,000 refs are looked at: a hint, not a search.
+fn near_ref(repo: &Repository, spec: &str) -> Option<String> {
+    let refs = repo.references().ok()?;
+    refs.flatten()
+        .take(10_000)
+        .filter_map(|r| r.shorthand().ok().map(str::to_string))
+        .map(|name| (strsim::damerau_levenshtein(spec, &name), name))
+        .filter(|(d, _)| *d <= 2)
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, name)| name)
 }
 
 pub(crate) fn is_dirty(repo: &Repository) -> Result<bool> {

@@ -14,7 +14,7 @@ pub use target::Target;
 use serde::Serialize;
 
 /// How a file changed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum ChangeStatus {
     /// A new file.

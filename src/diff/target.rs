@@ -33,7 +33,13 @@ pub enum PatchSource {
     Stdin,
     /// `--diff FILE` (relative to the directory warden runs in).
     File(PathBuf),
+    /// `--demo`: the demo change built into the binary (`fixtures/demo.diff`), so the
+    /// first command works from a release archive, which has no fixtures.
+    Demo,
 }
+
+/// The demo change `--demo` reviews.
+pub const DEMO_DIFF: &[u8] = include_bytes!("../../fixtures/demo.diff");
 
 impl Target {
     /// Combines the selection flags into one target, rejecting combinations that
@@ -44,19 +50,21 @@ impl Target {
         head: Option<&str>,
         staged: bool,
         diff: Option<&str>,
+        demo: bool,
     ) -> Result<Target> {
         let given: Vec<&str> = [
             positional.map(|_| "a target"),
             base.map(|_| "--base"),
             staged.then_some("--staged"),
             diff.map(|_| "--diff"),
+            demo.then_some("--demo"),
         ]
         .into_iter()
         .flatten()
         .collect();
         if given.len() > 1 {
             return Err(Error::Usage(format!(
-                "{} and {} select different diffs: give only one of a target (A..B, A...B, REF), --base, --staged or --diff",
+                "{} and {} select different diffs: give only one of a target (A..B, A...B, REF), --base, --staged, --diff or --demo",
                 given[0], given[1]
             )));
         }
@@ -64,6 +72,9 @@ impl Target {
             return Err(Error::Usage(
                 "--head needs --base: pass --base REF --head REF (or the range BASE..HEAD)".into(),
             ));
+        }
+        if demo {
+            return Ok(Target::Patch(PatchSource::Demo));
         }
         if let Some(d) = diff {
             return Ok(Target::Patch(if d == "-" {
@@ -120,7 +131,7 @@ mod tests {
 
     #[test]
     fn ranges_follow_git_spelling() {
-        let t = |s| Target::from_args(Some(s), None, None, false, None).unwrap();
+        let t = |s| Target::from_args(Some(s), None, None, false, None, false).unwrap();
         assert_eq!(
             t("main...topic"),
             Target::Range {
@@ -142,9 +153,9 @@ mod tests {
 
     #[test]
     fn conflicting_selections_are_usage_errors() {
-        let err = Target::from_args(Some("a..b"), None, None, true, None).unwrap_err();
+        let err = Target::from_args(Some("a..b"), None, None, true, None, false).unwrap_err();
         assert!(err.to_string().contains("--staged"));
-        let err = Target::from_args(None, None, Some("x"), false, None).unwrap_err();
+        let err = Target::from_args(None, None, Some("x"), false, None, false).unwrap_err();
         assert!(err.to_string().contains("--head needs --base"));
     }
 }

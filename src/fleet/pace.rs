@@ -22,7 +22,7 @@
 //!   of its leases, so the fleet as a whole stays under it, and the total grows back by one
 //!   after enough leases at it, as the engine's own limit probes above its known-good level.
 //!
-//! Why a fleet total with leases: measured (README, "Fleet mode", `benches/fleet_pace.rs`)
+//! Why a fleet total with leases: measured (docs/benchmarks.md, "Fleet: shared back-pressure", `benches/fleet_pace.rs`)
 //! with two processes against a provider that serves 2 at once, each process taking the
 //! whole lowered limit (the first version) put N times what the provider served in flight
 //! as soon as a shared pause ended, and the fleet drew about as many answers of 429 as

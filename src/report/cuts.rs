@@ -97,6 +97,10 @@ mod tests {
             detail: String::new(),
             added: 1,
             removed: 0,
+            status: None,
+            old_path: None,
+            old_mode: None,
+            new_mode: None,
         }
     }
 

@@ -43,6 +43,37 @@ pub struct Skipped {
     pub added: usize,
     /// Its removed lines (accounted as skipped).
     pub removed: usize,
+    /// How it changed (a creation, a rename, a mode change of a skipped file is visible).
+    /// None only in reports written before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<ChangeStatus>,
+    /// Where a renamed or copied file came from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub old_path: Option<RepoPath>,
+    /// Its mode before, in octal as git writes it (`100644`), when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub old_mode: Option<String>,
+    /// Its mode after, in octal (`100755`), when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub new_mode: Option<String>,
+}
+
+impl Skipped {
+    /// `file`, skipped for `reason`: what it was, how it changed and why it is left out.
+    pub fn of(file: &FileChange, reason: String, detail: String) -> Skipped {
+        let octal = |m: Option<u32>| m.map(|m| format!("{m:06o}"));
+        Skipped {
+            path: file.path.clone(),
+            reason,
+            detail,
+            added: file.added(),
+            removed: file.removed(),
+            status: Some(file.status),
+            old_path: file.old_path.clone(),
+            old_mode: octal(file.old_mode),
+            new_mode: octal(file.new_mode),
+        }
+    }
 }
 
 /// The scan's verdict on every file of the diff: kept or skipped, never both, never neither.
@@ -65,13 +96,7 @@ pub fn scan<'d>(
     for file in files {
         match decide(file, content, settings, skills) {
             Ok(k) => kept.push(k),
-            Err((reason, detail)) => skipped.push(Skipped {
-                path: file.path.clone(),
-                reason,
-                detail,
-                added: file.added(),
-                removed: file.removed(),
-            }),
+            Err((reason, detail)) => skipped.push(Skipped::of(file, reason, detail)),
         }
     }
     kept.sort_by(|a, b| {
@@ -108,6 +133,12 @@ fn decide<'d>(
         && !(reason == "binary" && oversized.is_some())
     {
         return Err(skip(reason, detail));
+    }
+    if is_init_output(file) {
+        return Err(skip(
+            "warden-init",
+            "the warden.toml `warden init` wrote, unedited: warden's own text, nothing of this change to review (edited, it is reviewed like any file)".into(),
+        ));
     }
     let path = file.path.to_path();
     ignored(file, &path, settings)?;
@@ -147,6 +178,27 @@ fn decide<'d>(
         content: lines,
         skills: applicable,
     })
+}
+
+/// A new `warden.toml` at the top whose every line is what `warden init` writes: the
+/// first review after `init` does not review the starter it just wrote. Only that exact
+/// text is passed over; one edited line and the file is reviewed.
+fn is_init_output(file: &FileChange) -> bool {
+    if file.status != ChangeStatus::Added
+        || file.path.as_bytes() != crate::config::FILE_NAME.as_bytes()
+    {
+        return false;
+    }
+    let mut lines = Vec::new();
+    for hunk in &file.hunks {
+        for line in &hunk.lines {
+            if line.kind != LineKind::Added {
+                return false;
+            }
+            lines.push(line.text.as_str());
+        }
+    }
+    crate::config::is_init_output(&lines)
 }
 
 /// `ignorePaths` (a `!` pattern re-includes), then the built-in ignores.
@@ -337,13 +389,7 @@ fn apply_caps<'d>(kept: Vec<Kept<'d>>, mut skipped: Vec<Skipped>, settings: &Set
             None
         };
         match reason {
-            Some((r, detail)) => skipped.push(Skipped {
-                path: k.file.path.clone(),
-                reason: r.to_string(),
-                detail,
-                added: k.file.added(),
-                removed: k.file.removed(),
-            }),
+            Some((r, detail)) => skipped.push(Skipped::of(k.file, r.to_string(), detail)),
             None => {
                 lines = total;
                 out.push(k);

@@ -529,3 +529,120 @@ fn a_hunk_range_starting_at_zero_reads_as_git_does() {
     assert_eq!(unit["path"], "src/a.rs", "{plan}");
     assert!(unit["startLine"].as_u64().unwrap() >= 1, "{unit}");
 }
+
+/// A repository whose staged change renames a file with an edit, renames one without,
+/// edits one in place, flips a mode and adds a file, each in a directory.
+fn every_kind_staged() -> Repo {
+    let r = Repo::new();
+    r.write("src/moved.rs", source_lines(40, "m"))
+        .write("src/same.rs", source_lines(30, "s"))
+        .write("src/kept.rs", source_lines(20, "k"))
+        .write("bin/run.sh", "#!/bin/sh\necho hi\n")
+        .commit_all("base");
+    std::fs::create_dir(r.path().join("lib")).unwrap();
+    r.git(&["mv", "src/moved.rs", "lib/renamed.rs"]);
+    r.write("lib/renamed.rs", source_lines(41, "m"));
+    r.git(&["mv", "src/same.rs", "lib/same.rs"]);
+    r.write("src/kept.rs", source_lines(21, "k"));
+    r.write("docs/new.md", "# new\n");
+    r.git(&["add", "-A"]);
+    r.git(&["update-index", "--chmod=+x", "bin/run.sh"]);
+    r
+}
+
+/// Every path of a plan: planned files and skipped ones.
+fn plan_paths(plan: &serde_json::Value) -> Vec<String> {
+    let mut all = paths(&plan["files"]);
+    all.extend(paths(&plan["skippedFiles"]));
+    all.sort();
+    all
+}
+
+/// `git diff --no-prefix` writes names without `a/`/`b/`: `-p 0` reads every one of them
+/// whole, renames included, as `git apply -p0` does. Before, there was no `-p`, and the
+/// default reading mixed stripped names (`kept.rs`) with whole rename names.
+#[test]
+fn a_no_prefix_patch_reads_whole_with_strip_zero_as_git_apply_p0() {
+    let r = every_kind_staged();
+    let patch = r
+        .git(&["diff", "--cached", "-M", "--no-prefix"])
+        .into_bytes();
+    let mut want: Vec<String> = judge_with(&patch, &["-p0"])
+        .into_iter()
+        .map(|f| f.path)
+        .collect();
+    want.sort();
+    assert_eq!(
+        want,
+        [
+            "bin/run.sh",
+            "docs/new.md",
+            "lib/renamed.rs",
+            "lib/same.rs",
+            "src/kept.rs"
+        ]
+    );
+    for flag in [["-p", "0"], ["--strip", "0"]] {
+        let plan = plan_patch(r.path(), &patch, &flag);
+        assert_eq!(plan_paths(&plan), want, "{flag:?}: {plan}");
+        let renamed = planned(&plan, "lib/renamed.rs").expect("planned");
+        assert_eq!(renamed["oldPath"], "src/moved.rs", "{plan}");
+    }
+    // The default is git's `-p1`: the rename's `---`/`+++` names, stripped, are not the
+    // files its rename lines name. git refuses that; so does warden, naming `-p 0`.
+    std::fs::write(r.path().join("in.diff"), &patch).unwrap();
+    let out = r.warden(&["plan", "--diff", "in.diff"]).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("-p 0") && err.contains("--no-prefix"), "{err}");
+    assert!(err.contains("in.diff:"), "names the line: {err}");
+    // `-p 2` on an a/b patch strips one directory more, as `git apply -p2`.
+    let ab = r.git(&["diff", "--cached", "-M"]).into_bytes();
+    let mut git_p2: Vec<String> = judge_with(&ab, &["-p2"])
+        .into_iter()
+        .map(|f| f.path)
+        .collect();
+    git_p2.sort();
+    assert_eq!(plan_paths(&plan_patch(r.path(), &ab, &["-p", "2"])), git_p2);
+}
+
+#[test]
+fn strip_is_for_patches_only() {
+    let r = every_kind_staged();
+    let out = r.warden(&["plan", "--staged", "-p", "0"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--strip") && err.contains("--diff"), "{err}");
+}
+
+/// A skipped file keeps what happened to it: a rename without edits names where it came
+/// from, a mode change its modes. Before, skippedFiles[] had only a path and a reason.
+#[test]
+fn skipped_files_carry_their_status_old_path_and_modes() {
+    let r = every_kind_staged();
+    for plan in [
+        r.plan(&["--staged"]),
+        plan_patch(
+            r.path(),
+            &r.git(&["diff", "--cached", "-M"]).into_bytes(),
+            &[],
+        ),
+    ] {
+        let skipped = |path: &str| {
+            plan["skippedFiles"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|s| s["path"] == path)
+                .unwrap_or_else(|| panic!("{path} skipped: {plan}"))
+                .clone()
+        };
+        let same = skipped("lib/same.rs");
+        assert_eq!(same["status"], "renamed", "{same}");
+        assert_eq!(same["oldPath"], "src/same.rs", "{same}");
+        let run = skipped("bin/run.sh");
+        assert_eq!(run["status"], "modified", "{run}");
+        assert_eq!(run["oldMode"], "100644", "{run}");
+        assert_eq!(run["newMode"], "100755", "{run}");
+    }
+}

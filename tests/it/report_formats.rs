@@ -474,6 +474,10 @@ fn fixture_with_cuts() -> Report {
         detail: detail.into(),
         added: 2,
         removed: 0,
+        status: Some(warden::diff::ChangeStatus::Modified),
+        old_path: None,
+        old_mode: None,
+        new_mode: None,
     };
     for i in 0..3 {
         r.skipped_files.push(skipped(

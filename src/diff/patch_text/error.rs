@@ -87,6 +87,20 @@ pub enum ErrorKind {
     )]
     /// A file header without a path.
     MissingName,
+    #[error(
+        "`{line_name}` (the `{marker}` line after stripping {p} leading component(s)) is not `{header_name}`, the file the header's rename or copy line names: a patch written by `git diff --no-prefix` has no `a/` and `b/` to strip; read it with -p 0 (git apply refuses it as well)"
+    )]
+    /// A `---`/`+++` name that, stripped, is not the file a rename or copy line named.
+    InconsistentName {
+        /// `---` or `+++`.
+        marker: &'static str,
+        /// The name the line gives after stripping.
+        line_name: String,
+        /// The name the header's rename or copy line gave.
+        header_name: String,
+        /// Components stripped.
+        p: usize,
+    },
     #[error("{path}: the patch creates this file, yet its hunks have old lines")]
     /// A created file whose hunks have old lines.
     NewFileWithOldLines {

@@ -51,11 +51,43 @@ fn side_name(line: &[u8], known: Option<&[u8]>, p: usize) -> Option<Option<Vec<u
     (p > 0 && whole.as_deref() == Some(known)).then_some(name)
 }
 
+/// git's "inconsistent filename": a `---`/`+++` line of a rename or copy that names the
+/// header's file whole, but another name once `p` components are stripped (`--- src/x.rs`
+/// beside `rename from src/x.rs`, read with -p 1: a `--no-prefix` patch). Reading it either
+/// way would mix stripped and whole names in one patch; it is refused, naming `-p 0`.
+fn inconsistent(
+    marker: &'static str,
+    line: &[u8],
+    header: Option<&[u8]>,
+    p: usize,
+) -> Result<(), ErrorKind> {
+    let Some(header) = header else {
+        return Ok(());
+    };
+    let stripped = names::git_line_name(line, p, true);
+    match stripped {
+        Some(s)
+            if p > 0
+                && s != header
+                && names::git_line_name(line, 0, true).as_deref() == Some(header) =>
+        {
+            Err(ErrorKind::InconsistentName {
+                marker,
+                line_name: String::from_utf8_lossy(&s).into_owned(),
+                header_name: String::from_utf8_lossy(header).into_owned(),
+                p,
+            })
+        }
+        _ => Ok(()),
+    }
+}
+
 impl Pending {
     /// Applies one git extended header line; false when the line is not one (the header
-    /// ends there).
-    pub fn git_header_line(&mut self, line: &[u8]) -> bool {
-        let name = |s: &[u8]| names::git_line_name(s, 0, false);
+    /// ends there). `rename`/`copy` names carry no `a/`/`b/`, so git strips one component
+    /// fewer from them than `p` (none at its default of 1).
+    pub fn git_header_line(&mut self, line: &[u8], p: usize) -> bool {
+        let name = |s: &[u8]| names::git_line_name(s, p.saturating_sub(1), false);
         if let Some(m) = line.strip_prefix(b"old mode ") {
             self.old_mode = mode(m);
         } else if let Some(m) = line.strip_prefix(b"new mode ") {
@@ -103,12 +135,20 @@ impl Pending {
     /// rules: `/dev/null` exactly on the side a creation or deletion lacks). A pair naming
     /// another file is not taken: it starts a plain diff of its own after a header-only
     /// block (mode change, binary, rename, empty new file).
-    pub fn take_git_names(&mut self, old: &[u8], new: &[u8], p: usize) -> bool {
+    pub fn take_git_names(&mut self, old: &[u8], new: &[u8], p: usize) -> Result<bool, ErrorKind> {
         let created = self.is_new == Some(true);
         let deleted = self.is_delete == Some(true);
         let (old_null, new_null) = (names::is_dev_null(old), names::is_dev_null(new));
         if old_null != created || (new_null && !deleted) || (deleted && !new_null) {
-            return false;
+            return Ok(false);
+        }
+        if self.renamed || self.copied {
+            if !old_null {
+                inconsistent("---", old, self.old_name.as_deref(), p)?;
+            }
+            if !new_null {
+                inconsistent("+++", new, self.new_name.as_deref(), p)?;
+            }
         }
         let known_old = self.old_name.clone().or_else(|| self.def_name.clone());
         let known_new = self.new_name.clone().or_else(|| self.def_name.clone());
@@ -123,7 +163,7 @@ impl Pending {
             read(old, old_null, known_old),
             read(new, new_null, known_new),
         ) else {
-            return false;
+            return Ok(false);
         };
         if let Some(n) = old_name {
             self.old_name.get_or_insert(n);
@@ -131,7 +171,7 @@ impl Pending {
         if let Some(n) = new_name {
             self.new_name.get_or_insert(n);
         }
-        true
+        Ok(true)
     }
 
     /// git's check after a `diff --git` header: the file must be named somewhere.

@@ -22,7 +22,17 @@ use file::Pending;
 
 /// Parses `input` into a [`DiffSet`]. `source_name` appears in errors ("stdin", a path).
 pub fn parse(input: &[u8], source_name: &str) -> crate::Result<DiffSet> {
-    let files = parse_bytes(input).map_err(|e| crate::Error::Patch {
+    parse_stripped(input, source_name, None)
+}
+
+/// As [`parse`], with `strip` leading components taken off every name as `git apply -p
+/// N` does (None: git's default of 1, guessed for traditional headers).
+pub fn parse_stripped(
+    input: &[u8],
+    source_name: &str,
+    strip: Option<usize>,
+) -> crate::Result<DiffSet> {
+    let files = parse_bytes_stripped(input, strip).map_err(|e| crate::Error::Patch {
         source_name: source_name.to_string(),
         line: e.line,
         message: e.kind.to_string(),
@@ -41,11 +51,21 @@ pub fn parse(input: &[u8], source_name: &str) -> crate::Result<DiffSet> {
 /// classic Mac line ends, which git refuses); its error is the one reported when most
 /// lines end in a lone CR.
 pub fn parse_bytes(input: &[u8]) -> Result<Vec<FileChange>, PatchError> {
-    let lf = read(input, lines::Ends::Lf);
+    parse_bytes_stripped(input, None)
+}
+
+/// As [`parse_bytes`], with `git apply -p N`'s stripping: N components off the names of
+/// `diff --git` lines and `---`/`+++` lines, N - 1 off `rename`/`copy` lines (which carry
+/// no `a/`/`b/`), no guessing. None is git's default, 1, guessed for traditional headers.
+pub fn parse_bytes_stripped(
+    input: &[u8],
+    strip: Option<usize>,
+) -> Result<Vec<FileChange>, PatchError> {
+    let lf = read(input, lines::Ends::Lf, strip);
     if lf.as_ref().is_ok_and(|f| !f.is_empty()) || !lines::has_lone_cr(input) {
         return lf;
     }
-    match read(input, lines::Ends::LfAndLoneCr) {
+    match read(input, lines::Ends::LfAndLoneCr, strip) {
         Ok(files) if !files.is_empty() => Ok(files),
         cr if lines::mostly_lone_crs(input) => cr,
         _ => lf,
@@ -53,12 +73,16 @@ pub fn parse_bytes(input: &[u8]) -> Result<Vec<FileChange>, PatchError> {
 }
 
 /// One reading of `input` with the line ends `ends`.
-fn read(input: &[u8], ends: lines::Ends) -> Result<Vec<FileChange>, PatchError> {
+fn read(
+    input: &[u8],
+    ends: lines::Ends,
+    strip: Option<usize>,
+) -> Result<Vec<FileChange>, PatchError> {
     let mut reader = Reader {
         lines: lines::split(input, ends),
         i: 0,
-        p: 1,
-        p_known: false,
+        p: strip.unwrap_or(1),
+        p_known: strip.is_some(),
         files: Vec::new(),
     };
     let saw_header = reader.run()?;
@@ -143,15 +167,19 @@ impl<'a> Reader<'a> {
             }
             if let Some(old) = line.strip_prefix(b"--- ") {
                 let new = self.line(self.i + 1).and_then(|n| n.strip_prefix(b"+++ "));
-                match new {
-                    Some(new) if f.take_git_names(old, new, self.p) => {
-                        self.i += 2;
-                        continue;
-                    }
-                    _ => break,
+                let taken = match new {
+                    Some(new) => f
+                        .take_git_names(old, new, self.p)
+                        .map_err(|k| err(self.i, k))?,
+                    None => false,
+                };
+                if !taken {
+                    break;
                 }
+                self.i += 2;
+                continue;
             }
-            if !f.git_header_line(line) {
+            if !f.git_header_line(line, self.p) {
                 break;
             }
             self.i += 1;

@@ -76,8 +76,13 @@ pub struct Read {
 
 /// `git apply --numstat -z` and `git apply --summary` on `patch`, outside any repository.
 pub fn judge(patch: &[u8]) -> Vec<Read> {
-    let numstat = git_apply(patch, &["--numstat", "-z"]);
-    let summary = String::from_utf8(git_apply(patch, &["--summary"])).unwrap();
+    judge_with(patch, &[])
+}
+
+/// As [`judge`], with more arguments for `git apply` (`-p0`).
+pub fn judge_with(patch: &[u8], extra: &[&str]) -> Vec<Read> {
+    let numstat = git_apply(patch, &[&["--numstat", "-z"], extra].concat());
+    let summary = String::from_utf8(git_apply(patch, &[&["--summary"], extra].concat())).unwrap();
     let mut created = Vec::new();
     let mut deleted = Vec::new();
     for line in summary.lines() {

@@ -1,0 +1,178 @@
+//! The first ten minutes with the real binary: help, a misspelt command, completions and
+//! the manual page, the demo built into the binary, and `warden init`'s starter and next
+//! step.
+
+use crate::support::{Repo, warden};
+use serde_json::Value;
+
+fn run(mut cmd: assert_cmd::Command) -> (i32, String, String) {
+    let out = cmd.output().unwrap();
+    (
+        out.status.code().unwrap(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn help_is_a_command_not_a_ref() {
+    let r = Repo::new();
+    r.write("a.rs", "x\n").commit_all("base");
+    let (code, out, err) = run(r.warden(&["help"]));
+    assert_eq!(code, 0, "{err}");
+    for cmd in ["review", "plan", "init", "completions", "man"] {
+        assert!(out.contains(cmd), "`warden help` lists `{cmd}`: {out}");
+    }
+    let (code, out, err) = run(r.warden(&["help", "plan"]));
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("Usage: warden plan"), "{out}");
+    assert!(!err.contains("unknown ref"), "{err}");
+}
+
+#[test]
+fn a_misspelt_command_is_answered_with_the_command() {
+    let r = Repo::new();
+    r.write("a.rs", "x\n").commit_all("base");
+    let (code, _, err) = run(r.warden(&["revew"]));
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("did you mean `warden review`?"), "{err}");
+    // A ref close to the word wins: it is a misspelt ref, not a command.
+    r.git(&["branch", "reviews"]);
+    let (code, _, err) = run(r.warden(&["revew"]));
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("unknown ref `revew`"), "{err}");
+    assert!(err.contains("did you mean `reviews`?"), "{err}");
+    assert!(!err.contains("warden review`"), "{err}");
+    // A word near nothing is an unknown ref, as before.
+    let (code, _, err) = run(r.warden(&["zzzzzzzz"]));
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("unknown ref `zzzzzzzz`") && !err.contains("did you mean"),
+        "{err}"
+    );
+}
+
+#[test]
+fn completions_and_the_manual_come_from_the_parser() {
+    let (code, out, err) = run({
+        let mut c = warden();
+        c.args(["completions", "bash"]);
+        c
+    });
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("_warden()") && out.contains("--sim"), "{out}");
+    for shell in ["zsh", "fish", "powershell", "elvish"] {
+        let (code, out, err) = run({
+            let mut c = warden();
+            c.args(["completions", shell]);
+            c
+        });
+        assert_eq!(code, 0, "{shell}: {err}");
+        assert!(out.contains("review"), "{shell}: {out}");
+    }
+    let (code, _, err) = run({
+        let mut c = warden();
+        c.args(["completions", "tcsh"]);
+        c
+    });
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("bash") && err.contains("zsh"),
+        "names the shells: {err}"
+    );
+    let (code, out, err) = run({
+        let mut c = warden();
+        c.arg("man");
+        c
+    });
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains(".TH warden 1"), "{out}");
+    assert!(
+        out.contains("completions"),
+        "the page lists the commands: {out}"
+    );
+}
+
+#[test]
+fn the_demo_is_built_into_the_binary() {
+    // A directory with nothing in it: no fixtures, no repository, no config.
+    let dir = tempfile::tempdir().unwrap();
+    let mut cmd = warden();
+    cmd.current_dir(dir.path())
+        .args(["review", "--sim", "--demo", "--color", "never"]);
+    let (code, out, err) = run(cmd);
+    assert_eq!(code, 1, "the demo has high-severity findings: {err}");
+    assert!(
+        out.contains("app/users.py") && out.contains("HIGH"),
+        "{out}"
+    );
+    assert!(out.contains("built-in demo"), "{out}");
+    let mut cmd = warden();
+    cmd.current_dir(dir.path())
+        .args(["review", "--demo", "--diff", "x.diff"]);
+    let (code, _, err) = run(cmd);
+    assert_eq!(code, 2);
+    assert!(err.contains("--diff and --demo"), "{err}");
+}
+
+#[test]
+fn init_says_what_next_and_its_starter_is_not_reviewed() {
+    let r = Repo::new();
+    r.write("src/lib.rs", "pub fn a() {}\n").commit_all("base");
+    r.write("src/lib.rs", "pub fn a() { b().unwrap() }\n");
+    let (code, _, err) = run(r.warden(&["init"]));
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        err.contains("next:") && err.contains("warden review"),
+        "{err}"
+    );
+    let plan = r.plan(&[]);
+    let skipped: Vec<&Value> = plan["skippedFiles"].as_array().unwrap().iter().collect();
+    let starter = skipped
+        .iter()
+        .find(|s| s["path"] == "warden.toml")
+        .unwrap_or_else(|| panic!("warden.toml is skipped: {plan}"));
+    assert_eq!(starter["reason"], "warden-init", "{plan}");
+    assert!(
+        starter["detail"].as_str().unwrap().contains("unedited"),
+        "says why: {starter}"
+    );
+    assert!(
+        plan["files"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|f| f["path"] == "src/lib.rs"),
+        "the change itself is still planned: {plan}"
+    );
+    // One edited line, and the file is reviewed like any other.
+    let edited = std::fs::read_to_string(r.path().join("warden.toml"))
+        .unwrap()
+        .replace("failOn = \"high\"", "failOn = \"medium\"");
+    r.write("warden.toml", edited);
+    let plan = r.plan(&[]);
+    assert!(
+        plan["files"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|f| f["path"] == "warden.toml"),
+        "{plan}"
+    );
+}
+
+#[test]
+fn init_example_writes_every_key() {
+    let r = Repo::new();
+    let (code, _, err) = run(r.warden(&["init", "--example"]));
+    assert_eq!(code, 0, "{err}");
+    let written = std::fs::read_to_string(r.path().join("warden.toml")).unwrap();
+    let example = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("warden.toml.example"),
+    )
+    .unwrap();
+    assert_eq!(written, example);
+    let (code, _, err) = run(r.warden(&["init"]));
+    assert_eq!(code, 2);
+    assert!(err.contains("--force"), "{err}");
+}
