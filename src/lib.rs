@@ -7,6 +7,7 @@
 //! everything before the first model call, [`review::run`] the rest. The `warden` binary
 //! is a thin command layer over these two. See ARCHITECTURE.md for the map.
 
+pub mod atomic_file;
 pub mod cache;
 mod capped_read;
 pub mod chunk;

@@ -27,7 +27,7 @@ pub struct Outputs {
     destinations: Vec<Destination>,
     /// Keys redacted from every rendered output (the report is redacted already; this
     /// is the second line).
-    keys: Vec<crate::provider::secret::ApiKey>,
+    keys: crate::provider::secret::Redactor,
 }
 
 fn create(path: &Path) -> Result<File> {
@@ -104,12 +104,12 @@ impl Outputs {
         }
         Ok(Outputs {
             destinations,
-            keys: Vec::new(),
+            keys: crate::provider::secret::Redactor::new(&[]),
         })
     }
 
     /// Redacts `keys` (see `report::configured_keys`) from every output as it is written.
-    pub fn redacting(mut self, keys: Vec<crate::provider::secret::ApiKey>) -> Self {
+    pub fn redacting(mut self, keys: crate::provider::secret::Redactor) -> Self {
         self.keys = keys;
         self
     }

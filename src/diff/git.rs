@@ -1,7 +1,7 @@
 //! Diff selection with git2 (never a `git` subprocess): resolves a [`Target`] against a
 //! repository and converts libgit2's deltas into the crate's diff model.
 
-use super::content::ContentSource;
+use super::content::{ContentSource, MAX_BASE_BYTES};
 use super::{ChangeStatus, DiffSet, FileChange, Hunk, Line, LineKind, RepoPath, Target};
 use crate::error::{Error, Result};
 use git2::{Delta, Diff, DiffFindOptions, DiffOptions, Oid, Patch, Repository, StatusOptions};
@@ -59,6 +59,22 @@ pub struct GitContent<'r> {
     repo: &'r Repository,
     workdir: Option<PathBuf>,
     blobs: HashMap<RepoPath, Oid>,
+    /// Each file's base version, by its (new) path.
+    old_blobs: HashMap<RepoPath, Oid>,
+    /// The tree the change is compared against.
+    base_tree: Option<Oid>,
+}
+
+impl GitContent<'_> {
+    /// A blob's bytes when it is at most [`MAX_BASE_BYTES`] (its size read from the
+    /// header first).
+    fn small_blob(&self, oid: Oid) -> Option<Vec<u8>> {
+        let (size, kind) = self.repo.odb().ok()?.read_header(oid).ok()?;
+        if kind != git2::ObjectType::Blob || size as u64 > MAX_BASE_BYTES {
+            return None;
+        }
+        Some(self.repo.find_blob(oid).ok()?.content().to_vec())
+    }
 }
 
 impl ContentSource for GitContent<'_> {
@@ -92,7 +108,21 @@ impl ContentSource for GitContent<'_> {
         let (size, _) = self.repo.odb().ok()?.read_header(*oid).ok()?;
         Some(size as u64)
     }
+
+    fn old_side(&self, file: &FileChange) -> Option<Vec<u8>> {
+        self.small_blob(*self.old_blobs.get(&file.path)?)
+    }
+
+    fn base_file(&self, path: &str) -> Option<Vec<u8>> {
+        let tree = self.repo.find_tree(self.base_tree?).ok()?;
+        let entry = tree.get_path(Path::new(path)).ok()?;
+        self.small_blob(entry.id())
+    }
 }
+
+/// A selected diff: the diff, its description, the working tree it reads (if any) and
+/// the base tree.
+type Selected<'r> = (git2::Diff<'r>, String, Option<PathBuf>, Option<Oid>);
 
 /// Files git's diff leaves unread when not told otherwise: libgit2's own default.
 const UNCAPPED: u64 = 512 * 1024 * 1024;
@@ -121,17 +151,18 @@ pub fn select_capped<'r>(
         .context_lines(3)
         .include_typechange(true)
         .ignore_submodules(false);
-    let (diff, description, workdir) = match target {
+    let (diff, description, workdir, base_tree) = match target {
         Target::Patch(_) => unreachable!("patch targets are read by diff::patch_text"),
         Target::Staged => {
             let head = head_tree(repo)?;
+            let base = head.as_ref().map(|t| t.id());
             let index = repo
                 .index()
                 .map_err(|e| Error::git("cannot read the index", e))?;
             let diff = repo
                 .diff_tree_to_index(head.as_ref(), Some(&index), Some(&mut opts))
                 .map_err(|e| Error::git("cannot diff the index against HEAD", e))?;
-            (diff, "staged changes vs HEAD".to_string(), None)
+            (diff, "staged changes vs HEAD".to_string(), None, base)
         }
         Target::Ref(spec) => {
             let tree = commit(repo, spec)?
@@ -142,7 +173,8 @@ pub fn select_capped<'r>(
             let diff = repo
                 .diff_tree_to_workdir_with_index(Some(&tree), Some(&mut opts))
                 .map_err(|e| Error::git("cannot diff the working tree", e))?;
-            (diff, format!("working tree vs {spec}"), Some(workdir))
+            let base = Some(tree.id());
+            (diff, format!("working tree vs {spec}"), Some(workdir), base)
         }
         Target::Range {
             base,
@@ -152,7 +184,8 @@ pub fn select_capped<'r>(
             let (base_commit, head_commit) = range(repo, base, head, *symmetric)?;
             let diff = tree_diff(repo, &base_commit, &head_commit, &mut opts)?;
             let dots = if *symmetric { "..." } else { ".." };
-            (diff, format!("{base}{dots}{head}"), None)
+            let tree = base_commit.tree_id();
+            (diff, format!("{base}{dots}{head}"), None, Some(tree))
         }
         Target::Default => match default_target(repo, default_branch, &mut opts)? {
             Some(selected) => selected,
@@ -167,29 +200,34 @@ pub fn select_capped<'r>(
                         repo,
                         workdir: None,
                         blobs: HashMap::new(),
+                        old_blobs: HashMap::new(),
+                        base_tree: None,
                     },
                 });
             }
         },
     };
-    let (files, blobs) = convert(diff)?;
+    let (files, blobs, old_blobs) = convert(diff)?;
     Ok(Selection {
         diff: DiffSet { files, description },
         content: GitContent {
             repo,
             workdir,
             blobs,
+            old_blobs,
+            base_tree,
         },
     })
 }
 
 /// The default target: uncommitted changes vs HEAD when the tree is dirty, else the
-/// branch vs its merge-base with the default branch. None: no commits yet.
+/// branch vs its merge-base with the default branch (with the base tree). None: no
+/// commits yet.
 fn default_target<'r>(
     repo: &'r Repository,
     default_branch: Option<&str>,
     opts: &mut DiffOptions,
-) -> Result<Option<(git2::Diff<'r>, String, Option<PathBuf>)>> {
+) -> Result<Option<Selected<'r>>> {
     if is_dirty(repo)? {
         let head = head_tree(repo)?;
         let workdir = workdir(repo)?;
@@ -202,14 +240,21 @@ fn default_target<'r>(
         } else {
             "uncommitted changes (no commits yet)"
         };
-        return Ok(Some((diff, what.to_string(), Some(workdir))));
+        let base = head.as_ref().map(|t| t.id());
+        return Ok(Some((diff, what.to_string(), Some(workdir), base)));
     }
     if head_tree(repo)?.is_none() {
         return Ok(None);
     }
     let (name, base, head) = branch_base(repo, default_branch)?;
     let diff = tree_diff(repo, &base, &head, opts)?;
-    Ok(Some((diff, format!("{name}...HEAD (clean tree)"), None)))
+    let tree = base.tree_id();
+    Ok(Some((
+        diff,
+        format!("{name}...HEAD (clean tree)"),
+        None,
+        Some(tree),
+    )))
 }
 
 /// The commits a range compares: `base` (or, `symmetric`, the merge-base of `base` and
@@ -406,7 +451,11 @@ fn mode_of(file: &git2::DiffFile) -> Option<u32> {
     }
 }
 
-fn convert(mut diff: Diff) -> Result<(Vec<FileChange>, HashMap<RepoPath, Oid>)> {
+/// Blob ids by (new) path.
+type Blobs = HashMap<RepoPath, Oid>;
+
+/// The diff's files, their new blobs and their base blobs.
+fn convert(mut diff: Diff) -> Result<(Vec<FileChange>, Blobs, Blobs)> {
     let mut find = DiffFindOptions::new();
     // Renames, as `git diff` finds them by default; copy detection stays off (git's
     // default too) so a copied file is reviewed whole, not as a diff against its source.
@@ -415,6 +464,7 @@ fn convert(mut diff: Diff) -> Result<(Vec<FileChange>, HashMap<RepoPath, Oid>)> 
         .map_err(|e| Error::git("rename detection failed", e))?;
     let mut files = Vec::with_capacity(diff.deltas().len());
     let mut blobs = HashMap::new();
+    let mut old_blobs = HashMap::new();
     for idx in 0..diff.deltas().len() {
         let patch =
             Patch::from_diff(&diff, idx).map_err(|e| Error::git("cannot read a file's diff", e))?;
@@ -452,6 +502,9 @@ fn convert(mut diff: Diff) -> Result<(Vec<FileChange>, HashMap<RepoPath, Oid>)> 
         if !delta.new_file().id().is_zero() {
             blobs.insert(path.clone(), delta.new_file().id());
         }
+        if !delta.old_file().id().is_zero() && status != ChangeStatus::Added {
+            old_blobs.insert(path.clone(), delta.old_file().id());
+        }
         files.push(FileChange {
             old_path: match status {
                 ChangeStatus::Renamed | ChangeStatus::Copied => old_path.filter(|p| *p != path),
@@ -466,7 +519,7 @@ fn convert(mut diff: Diff) -> Result<(Vec<FileChange>, HashMap<RepoPath, Oid>)> 
             hunks,
         });
     }
-    Ok((files, blobs))
+    Ok((files, blobs, old_blobs))
 }
 
 fn read_hunk(patch: &Patch, h: usize) -> Result<Hunk> {

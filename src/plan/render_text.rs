@@ -62,6 +62,9 @@ pub fn render_text(plan: &Plan) -> String {
                 style(&s.reason).yellow(),
                 escape::inline(&s.detail)
             );
+            if !s.rule.is_empty() && s.rule != s.reason {
+                let _ = writeln!(out, "        rule: {}", escape::inline(&s.rule));
+            }
         }
     }
     let _ = writeln!(out);

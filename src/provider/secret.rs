@@ -25,30 +25,63 @@ impl ApiKey {
     /// shortens text). Redact before shortening: a cut can hide a key from an exact match
     /// but not from this.
     pub(crate) fn redact(&self, text: &str) -> String {
-        let key = self.0.as_bytes();
-        if key.len() < 4 {
+        Redactor::new(std::slice::from_ref(self)).redact(text)
+    }
+}
+
+/// Every piece of a set of keys, found in one pass over a string: the distinct keys' pieces
+/// are the patterns of one Aho–Corasick automaton, so a report is redacted in time linear
+/// in its size whatever the number of routes (5,000 routes sharing one key are one key).
+#[derive(Clone)]
+pub struct Redactor {
+    /// None when no key is long enough to redact.
+    matcher: Option<aho_corasick::AhoCorasick>,
+}
+
+impl Redactor {
+    /// A matcher of every [`PIECE`]-character run of each distinct key (the whole key when
+    /// shorter; keys under 4 characters are not redacted: they would match ordinary text).
+    pub fn new(keys: &[ApiKey]) -> Redactor {
+        let distinct: HashSet<&[u8]> = keys.iter().map(|k| k.0.as_bytes()).collect();
+        let mut pieces: HashSet<&[u8]> = HashSet::new();
+        for key in distinct.into_iter().filter(|k| k.len() >= 4) {
+            pieces.extend(key.windows(key.len().min(PIECE)));
+        }
+        let matcher = (!pieces.is_empty())
+            .then(|| aho_corasick::AhoCorasick::new(pieces))
+            .and_then(Result::ok);
+        Redactor { matcher }
+    }
+
+    /// Whether any key is redacted at all.
+    pub fn is_empty(&self) -> bool {
+        self.matcher.is_none()
+    }
+
+    /// `text` with every run covered by a piece of a key replaced by `[redacted]` (pieces
+    /// that overlap or touch make one run).
+    pub fn redact(&self, text: &str) -> String {
+        let Some(m) = &self.matcher else {
             return text.to_string();
-        }
-        let piece = key.len().min(PIECE);
-        let windows: HashSet<&[u8]> = key.windows(piece).collect();
-        let t = text.as_bytes();
-        // Byte ranges of `text` covered by a piece of the key, merged as they overlap.
-        let mut covered: Vec<(usize, usize)> = Vec::new();
-        for (i, w) in t.windows(piece).enumerate() {
-            if !windows.contains(w) {
-                continue;
-            }
-            match covered.last_mut() {
-                Some((_, end)) if *end >= i => *end = i + piece,
-                _ => covered.push((i, i + piece)),
-            }
-        }
+        };
+        let mut covered: Vec<(usize, usize)> = m
+            .find_overlapping_iter(text)
+            .map(|h| (h.start(), h.end()))
+            .collect();
         if covered.is_empty() {
             return text.to_string();
         }
+        covered.sort_unstable();
         let mut out = String::with_capacity(text.len());
         let mut at = 0;
-        for (start, end) in covered {
+        let mut runs = covered.into_iter().peekable();
+        while let Some((start, mut end)) = runs.next() {
+            while let Some(&(s, e)) = runs.peek()
+                && s <= end
+            {
+                end = end.max(e);
+                runs.next();
+            }
             let start = floor_char(text, start.max(at));
             let end = ceil_char(text, end);
             out.push_str(&text[at..start]);
@@ -57,6 +90,12 @@ impl ApiKey {
         }
         out.push_str(&text[at..]);
         out
+    }
+}
+
+impl fmt::Debug for Redactor {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Redactor([redacted])")
     }
 }
 

@@ -95,6 +95,7 @@ mod tests {
             path: RepoPath::from(path),
             reason: reason.into(),
             detail: String::new(),
+            rule: String::new(),
             added: 1,
             removed: 0,
             status: None,

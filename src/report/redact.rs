@@ -7,26 +7,28 @@
 
 use super::Report;
 use crate::config::Route;
-use crate::provider::secret::{self, ApiKey};
+use crate::provider::secret::{self, Redactor};
 use serde_json::Value;
 
-/// The keys of `routes` that are set: the values of the variables their `apiKeyEnv`
-/// names (a route whose key is missing contributes none).
-pub fn configured_keys(routes: &[Route]) -> Vec<ApiKey> {
-    routes
+/// The keys of `routes` that are set (the values of the variables their `apiKeyEnv`
+/// names; a route whose key is missing contributes none), as one matcher in which each
+/// distinct key counts once: routes that share a key cost one key.
+pub fn configured_keys(routes: &[Route]) -> Redactor {
+    let keys: Vec<_> = routes
         .iter()
         .filter_map(|r| secret::load(r).ok().flatten())
-        .collect()
+        .collect();
+    Redactor::new(&keys)
 }
 
 /// `text` with every 16-character piece of each key replaced by `[redacted]`.
-pub fn redact_text(keys: &[ApiKey], text: &str) -> String {
-    keys.iter().fold(text.to_string(), |t, k| k.redact(&t))
+pub fn redact_text(keys: &Redactor, text: &str) -> String {
+    keys.redact(text)
 }
 
 /// Redacts every string of `report` (each field of every finding, unit, attempt, warning,
 /// the target, …): the report is walked as JSON, so a field added later is covered too.
-pub fn redact(report: &mut Report, keys: &[ApiKey]) {
+pub fn redact(report: &mut Report, keys: &Redactor) {
     if keys.is_empty() {
         return;
     }
@@ -57,7 +59,7 @@ pub fn redact(report: &mut Report, keys: &[ApiKey]) {
 }
 
 /// Redacts every string value in `v`; whether anything changed.
-fn redact_strings(v: &mut Value, keys: &[ApiKey]) -> bool {
+fn redact_strings(v: &mut Value, keys: &Redactor) -> bool {
     match v {
         Value::String(s) => {
             let r = redact_text(keys, s);

@@ -10,7 +10,7 @@ pub(crate) mod priority;
 use crate::config::{ChunkMode, ScanLimits, Settings};
 use crate::diff::content::ContentSource;
 use crate::diff::{ChangeStatus, FileChange, LineKind, RepoPath};
-use crate::path_rules::Verdict;
+use crate::path_rules::{PathRules, Verdict};
 use crate::skills::ActiveSkill;
 pub use priority::Score;
 use serde::{Deserialize, Serialize};
@@ -39,6 +39,11 @@ pub struct Skipped {
     pub reason: String,
     /// For people: what matched or what was exceeded.
     pub detail: String,
+    /// The rule that skipped it: the pattern that matched (`built-in *.min.js`,
+    /// `ignorePaths vendor/`, `base .gitignore build/`), the marker and where it was found,
+    /// or the limit (`maxFiles 50`).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub rule: String,
     /// Its added lines (accounted as skipped).
     pub added: usize,
     /// Its removed lines (accounted as skipped).
@@ -60,12 +65,13 @@ pub struct Skipped {
 
 impl Skipped {
     /// `file`, skipped for `reason`: what it was, how it changed and why it is left out.
-    pub fn of(file: &FileChange, reason: String, detail: String) -> Skipped {
+    pub fn of(file: &FileChange, reason: String, detail: String, rule: String) -> Skipped {
         let octal = |m: Option<u32>| m.map(|m| format!("{m:06o}"));
         Skipped {
             path: file.path.clone(),
             reason,
             detail,
+            rule,
             added: file.added(),
             removed: file.removed(),
             status: Some(file.status),
@@ -93,10 +99,16 @@ pub fn scan<'d>(
 ) -> Scan<'d> {
     let mut kept = Vec::new();
     let mut skipped = Vec::new();
+    let base = Base {
+        content,
+        gitignore: std::cell::OnceCell::new(),
+    };
     for file in files {
-        match decide(file, content, settings, skills) {
+        match decide(file, &base, settings, skills) {
             Ok(k) => kept.push(k),
-            Err((reason, detail)) => skipped.push(Skipped::of(file, reason, detail)),
+            Err(skip) => {
+                skipped.push(Skipped::of(file, skip.reason, skip.detail, skip.rule));
+            }
         }
     }
     kept.sort_by(|a, b| {
@@ -110,19 +122,75 @@ pub fn scan<'d>(
 
 type Decision<'d> = Result<Kept<'d>, Skip>;
 
-/// Why a file is skipped: the reason code and a sentence for people.
-type Skip = (String, String);
-
-fn skip(reason: &str, detail: String) -> Skip {
-    (reason.to_string(), detail)
+/// Why a file is skipped: the reason code, a sentence for people, and the rule.
+struct Skip {
+    reason: String,
+    detail: String,
+    rule: String,
 }
+
+/// A skip whose rule is its reason (binary, deleted, no-skill, ...).
+fn skip(reason: &str, detail: String) -> Skip {
+    skip_by(reason, detail, reason.to_string())
+}
+
+fn skip_by(reason: &str, detail: String, rule: String) -> Skip {
+    Skip {
+        reason: reason.to_string(),
+        detail,
+        rule,
+    }
+}
+
+/// The content of the change and what its base says (DESIGN.md §14: only the base can
+/// exempt a file).
+struct Base<'c> {
+    content: &'c dyn ContentSource,
+    /// The base's top `.gitignore`, read when a build-root name below the top needs it.
+    gitignore: std::cell::OnceCell<PathRules>,
+}
+
+impl Base<'_> {
+    fn gitignore(&self) -> &PathRules {
+        self.gitignore.get_or_init(|| {
+            let text = self
+                .content
+                .base_file(".gitignore")
+                .map(|b| String::from_utf8_lossy(&b).into_owned())
+                .unwrap_or_default();
+            gitignore_rules(&text)
+        })
+    }
+}
+
+/// A `.gitignore`'s patterns as path rules; a line globset cannot read is left out (git
+/// reads what it can too).
+fn gitignore_rules(text: &str) -> PathRules {
+    let lines: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .take(MAX_GITIGNORE_LINES)
+        .collect();
+    PathRules::new(&lines).unwrap_or_else(|_| {
+        let valid: Vec<&str> = lines
+            .into_iter()
+            .filter(|l| PathRules::new(&[*l]).is_ok())
+            .collect();
+        PathRules::new(&valid).unwrap_or_else(|_| PathRules::empty())
+    })
+}
+
+/// The base `.gitignore` lines read for build roots.
+const MAX_GITIGNORE_LINES: usize = 10_000;
 
 fn decide<'d>(
     file: &'d FileChange,
-    content: &dyn ContentSource,
+    base: &Base,
     settings: &Settings,
     skills: &[ActiveSkill],
 ) -> Decision<'d> {
+    let content = base.content;
     // Known before any content is read (DESIGN.md §13): a file over maxFileBytes is
     // skipped on its size, and one git's diff left unread for its size is too large
     // rather than binary.
@@ -141,7 +209,7 @@ fn decide<'d>(
         ));
     }
     let path = file.path.to_path();
-    ignored(file, &path, settings)?;
+    ignored(file, &path, settings, base)?;
     let mode = chunk_mode(&path, settings)?;
     let applicable: Vec<usize> = skills
         .iter()
@@ -157,17 +225,24 @@ fn decide<'d>(
     }
     if let Some(size) = oversized {
         let detail = format!("{size} bytes > maxFileBytes {max} (size checked; not read)");
-        return Err(skip("too-large:bytes", detail));
+        return Err(skip_by(
+            "too-large:bytes",
+            detail,
+            format!("maxFileBytes {max}"),
+        ));
     }
     let bytes = content.new_side(file);
-    if let Some((reason, detail)) = too_large(file, bytes.as_deref(), &settings.scan) {
-        return Err(skip(reason, detail));
+    if let Some((reason, detail, rule)) = too_large(file, bytes.as_deref(), &settings.scan) {
+        return Err(skip_by(reason, detail, rule));
     }
     let lines: Option<Vec<String>> = bytes.as_ref().map(|b| split_content(b));
-    if let Some(m) = generated_marker(file, lines.as_deref()) {
-        return Err(skip(
+    if let Some((m, where_)) = generated_marker(file, lines.as_deref(), content) {
+        return Err(skip_by(
             "generated",
-            format!("generated-file marker `{m}` near the top of the file"),
+            format!(
+                "generated-file marker `{m}` near the top of the file, in its base version too"
+            ),
+            format!("marker `{m}` in the change and in {where_}"),
         ));
     }
     let hit = skills.iter().any(|s| s.paths_hit(&path));
@@ -201,24 +276,43 @@ fn is_init_output(file: &FileChange) -> bool {
     crate::config::is_init_output(&lines)
 }
 
-/// `ignorePaths` (a `!` pattern re-includes), then the built-in ignores.
-fn ignored(file: &FileChange, path: &std::path::Path, settings: &Settings) -> Result<(), Skip> {
+/// `ignorePaths` (a `!` pattern re-includes), then the built-in ignores: artifacts
+/// anywhere, build roots at the top, and build-root folders below the top that the base's
+/// `.gitignore` names (a folder the change names `build` exempts nothing by its name).
+fn ignored(
+    file: &FileChange,
+    path: &std::path::Path,
+    settings: &Settings,
+    base: &Base,
+) -> Result<(), Skip> {
+    let builtin = |category: &str, rule: String| {
+        Err(skip_by(
+            &format!("builtin:{category}"),
+            format!(
+                "built-in ignore ({category}); re-include with `!{}` in ignorePaths",
+                file.path
+            ),
+            rule,
+        ))
+    };
     match settings.ignore.verdict(path) {
-        Verdict::Matched(p) => Err(skip(
+        Verdict::Matched(p) => Err(skip_by(
             "ignored",
             format!("matches ignorePaths pattern `{p}`"),
+            format!("ignorePaths `{p}`"),
         )),
         Verdict::Negated(_) => Ok(()),
-        Verdict::None => match builtin::category(path) {
-            Some(cat) => Err(skip(
-                &format!("builtin:{cat}"),
-                format!(
-                    "built-in ignore ({cat}); re-include with `!{}` in ignorePaths",
-                    file.path
-                ),
-            )),
-            None => Ok(()),
-        },
+        Verdict::None => {
+            if let Some(r) = builtin::rule(path) {
+                return builtin(r.category, format!("built-in `{}`", r.pattern));
+            }
+            if builtin::build_root_below_top(path).is_some()
+                && let Verdict::Matched(p) = base.gitignore().verdict(path)
+            {
+                return builtin("build-output", format!("base .gitignore `{p}`"));
+            }
+            Ok(())
+        }
     }
 }
 
@@ -233,31 +327,53 @@ fn chunk_mode(path: &std::path::Path, settings: &Settings) -> Result<ChunkMode, 
         return Ok(chunking.default_mode);
     };
     if fp.mode == ChunkMode::Skip {
-        return Err(skip(
+        return Err(skip_by(
             "chunking:skip",
             format!("chunking.filePatterns `{}` has mode skip", fp.pattern),
+            format!("chunking.filePatterns `{}`", fp.pattern),
         ));
     }
     Ok(fp.mode)
 }
 
-/// A generated-file marker near the top: in the new side when it is known, else in the
-/// patch's added lines there.
-fn generated_marker(file: &FileChange, lines: Option<&[String]>) -> Option<&'static str> {
-    match lines {
-        Some(l) => generated::marker(l.iter().map(String::as_str)),
-        None => generated::marker(
+/// A generated-file marker near the top that exempts the file (DESIGN.md §14): one in the
+/// new side (else, patch input, in what the patch shows of it) that the base version has
+/// too. A marker the change writes into a file whose base has none, or into a new file,
+/// exempts nothing. The base is the old blob; for patch input it is what the patch shows
+/// of the old side near the top (context and removed lines): a marker only on added lines
+/// never exempts. Returns the marker and where the base's was found.
+fn generated_marker(
+    file: &FileChange,
+    lines: Option<&[String]>,
+    content: &dyn ContentSource,
+) -> Option<(&'static str, &'static str)> {
+    let shown = |side: fn(&crate::diff::Line) -> Option<u32>, kinds: &[LineKind]| {
+        generated::marker(
             file.hunks
                 .iter()
                 .flat_map(|h| &h.lines)
-                .filter(|l| {
-                    l.kind == LineKind::Added
-                        && l.new_no
-                            .is_some_and(|n| n as usize <= generated::HEAD_LINES)
+                .filter(move |l| {
+                    kinds.contains(&l.kind)
+                        && side(l).is_some_and(|n| n as usize <= generated::HEAD_LINES)
                 })
                 .map(|l| l.text.as_str()),
-        ),
+        )
+    };
+    let new = |l: &crate::diff::Line| l.new_no;
+    let old = |l: &crate::diff::Line| l.old_no;
+    let marker = match lines {
+        Some(l) => generated::marker(l.iter().map(String::as_str)),
+        None => shown(new, &[LineKind::Added, LineKind::Context]),
+    }?;
+    if file.status == ChangeStatus::Added {
+        return None;
     }
+    if let Some(b) = content.old_side(file) {
+        let text = split_content(&b);
+        return generated::marker(text.iter().map(String::as_str))
+            .map(|_| (marker, "the base version"));
+    }
+    shown(old, &[LineKind::Removed, LineKind::Context]).map(|_| (marker, "the patch's old side"))
 }
 
 /// Files with nothing a model can review: submodule pointers, deletions, symlinks (the
@@ -305,7 +421,7 @@ fn too_large(
     file: &FileChange,
     bytes: Option<&[u8]>,
     limits: &ScanLimits,
-) -> Option<(&'static str, String)> {
+) -> Option<(&'static str, String, String)> {
     let new_lines = || {
         file.hunks
             .iter()
@@ -324,7 +440,8 @@ fn too_large(
             "{size_note}{size} bytes > maxFileBytes {}",
             limits.max_file_bytes
         );
-        return Some(("too-large:bytes", detail));
+        let rule = format!("maxFileBytes {}", limits.max_file_bytes);
+        return Some(("too-large:bytes", detail, rule));
     }
     let line_count = match bytes {
         Some(b) => line_count(b),
@@ -335,7 +452,8 @@ fn too_large(
             "{size_note}{line_count} lines > maxFileLines {}",
             limits.max_file_lines
         );
-        return Some(("too-large:lines", detail));
+        let rule = format!("maxFileLines {}", limits.max_file_lines);
+        return Some(("too-large:lines", detail, rule));
     }
     None
 }
@@ -371,6 +489,7 @@ fn apply_caps<'d>(kept: Vec<Kept<'d>>, mut skipped: Vec<Skipped>, settings: &Set
         let reason = if out.len() >= limits.max_files {
             Some((
                 "limit:maxFiles",
+                format!("maxFiles {}", limits.max_files),
                 format!(
                     "{} more relevant files are already planned; maxFiles is {}",
                     out.len(),
@@ -380,6 +499,7 @@ fn apply_caps<'d>(kept: Vec<Kept<'d>>, mut skipped: Vec<Skipped>, settings: &Set
         } else if total > limits.max_changed_lines {
             Some((
                 "limit:maxChangedLines",
+                format!("maxChangedLines {}", limits.max_changed_lines),
                 format!(
                     "{changed} changed lines would make {total}, over maxChangedLines {} ({lines} already planned from more relevant files)",
                     limits.max_changed_lines
@@ -389,7 +509,9 @@ fn apply_caps<'d>(kept: Vec<Kept<'d>>, mut skipped: Vec<Skipped>, settings: &Set
             None
         };
         match reason {
-            Some((r, detail)) => skipped.push(Skipped::of(k.file, r.to_string(), detail)),
+            Some((r, rule, detail)) => {
+                skipped.push(Skipped::of(k.file, r.to_string(), detail, rule));
+            }
             None => {
                 lines = total;
                 out.push(k);

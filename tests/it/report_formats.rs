@@ -472,6 +472,7 @@ fn fixture_with_cuts() -> Report {
         path: path.into(),
         reason: reason.into(),
         detail: detail.into(),
+        rule: String::new(),
         added: 2,
         removed: 0,
         status: Some(warden::diff::ChangeStatus::Modified),
