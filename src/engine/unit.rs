@@ -297,7 +297,7 @@ impl<'w> UnitRun<'w> {
     pub(super) fn reviewed(mut self, sh: &Shared, route: &str, ex: Extracted) {
         self.result.findings = ex.findings;
         self.result.dropped_findings = ex.dropped_out_of_range + ex.dropped_invalid;
-        self.result.findings_cut = ex.cut;
+        self.result.findings_cut = ex.over_cap;
         self.result.route = Some(route.to_string());
         self.finish(
             sh,

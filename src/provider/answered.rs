@@ -53,8 +53,23 @@ impl Answered {
     ) -> std::result::Result<Option<Extracted>, Failure> {
         let source = self.submit.as_ref().map_or(&self.text, |s| &s.arguments);
         let (start, end) = req.lines;
+        let cut = self.finish.as_ref().is_some_and(FinishReason::is_cut);
         match findings::extract_capped(source, start, end, cap) {
-            Ok(ex) => Ok(Some(ex)),
+            Ok(ex) if !cut && ex.incomplete.is_none() => Ok(Some(ex)),
+            // DESIGN.md §14: a cut or an object that did not end is never a clean review.
+            Ok(ex) => {
+                let why = ex
+                    .incomplete
+                    .unwrap_or_else(|| "its findings object closed".into());
+                Err(Failure::new(
+                    Outcome::BadResponse,
+                    if cut {
+                        format!("answer cut off at max_tokens; {why}")
+                    } else {
+                        why
+                    },
+                ))
+            }
             Err(_) if self.looping && self.submit.is_none() && !self.calls.is_empty() => Ok(None),
             Err(why) => {
                 let why = if self.finish.as_ref().is_some_and(FinishReason::is_cut) {

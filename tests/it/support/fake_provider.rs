@@ -89,6 +89,9 @@ pub enum Behavior {
     /// A 200 answer made of these tool calls (name, raw arguments JSON), in the request's
     /// protocol, streamed or not; several are parallel calls (see `fake_tools.rs`).
     ToolCalls(Vec<fake_tools::Call>),
+    /// A 200 answer with this text that the provider says was cut by the token cap
+    /// (OpenAI `finish_reason: "length"`, Anthropic `stop_reason: "max_tokens"`).
+    Cut(String),
 }
 
 impl Behavior {
@@ -670,6 +673,17 @@ impl Wire {
                 let stream = format!("{}{}{}", self.first_chunk(), self.delta(text), self.end());
                 let _ = wr.write_all(stream.replace('\n', end).as_bytes()).await;
             }
+            Behavior::Cut(text) => {
+                let body = if self.stream {
+                    format!("{}{}{}", self.first_chunk(), self.delta(text), self.end())
+                } else {
+                    self.full_body(text)
+                };
+                let body = cut_at_the_cap(&body, self.anthropic);
+                self.ok_headers(wr, (!self.stream).then_some(body.len()))
+                    .await;
+                let _ = wr.write_all(body.as_bytes()).await;
+            }
             Behavior::DripTokens { every, count } => {
                 let text = findings_answer(json!([]));
                 self.answer(wr, &text, Some((*every, *count))).await
@@ -903,5 +917,17 @@ impl Wire {
                    "usage": {"prompt_tokens": 120, "completion_tokens": 42, "total_tokens": 162, "cost": 0.0012}})
         }
         .to_string()
+    }
+}
+
+/// A whole answer (stream or body) whose ending says the token cap cut it.
+fn cut_at_the_cap(answer: &str, anthropic: bool) -> String {
+    if anthropic {
+        answer.replace(
+            r#""stop_reason":"end_turn""#,
+            r#""stop_reason":"max_tokens""#,
+        )
+    } else {
+        answer.replace(r#""finish_reason":"stop""#, r#""finish_reason":"length""#)
     }
 }
