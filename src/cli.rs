@@ -209,6 +209,10 @@ pub struct Selection {
     /// then decides its own routes, keys' destinations and review instructions.
     #[arg(long)]
     pub trust_head_config: bool,
+    /// Refuse the config when it has a key warden does not know (a typo), naming its file
+    /// and line, instead of warning; `strictConfig = true` in warden.toml asks the same.
+    #[arg(long)]
+    pub strict_config: bool,
 }
 
 /// Output settings shared by the commands.
@@ -217,7 +221,8 @@ pub struct Ui {
     /// When to use colour.
     #[arg(long, value_enum, default_value_t = ColorChoice::Auto, value_name = "WHEN")]
     pub color: ColorChoice,
-    /// Print only the report (no progress, no warnings).
+    /// Print only the report: no progress, no warnings of the run (mistakes in the config
+    /// file, such as unknown keys, are still shown).
     #[arg(short, long, conflicts_with = "verbose")]
     pub quiet: bool,
     /// Print more detail on stderr.
@@ -483,6 +488,7 @@ impl Selection {
                 None
             },
             trust_head_config: self.trust_head_config,
+            strict_config: self.strict_config,
             overrides: Overrides::default(),
         })
     }

@@ -33,6 +33,8 @@ pub struct Selection {
     pub ci: bool,
     /// `--trust-head-config`: read them from the working tree even in CI or for a range.
     pub trust_head_config: bool,
+    /// `--strict-config`: a key warden does not know is an error, not a warning.
+    pub strict_config: bool,
     /// The CI event (Warden's `[[triggers]]` react to it); None: a local run.
     pub event: Option<RunEvent>,
     /// Settings given on the command line; they win over the file.
@@ -164,6 +166,7 @@ fn finish(
     vcs: Option<Vcs>,
     build: impl FnOnce(&Settings, &[ActiveSkill]) -> Result<Plan>,
 ) -> Result<Prepared> {
+    loaded.settings.refuse_unknown_keys(sel.strict_config)?;
     loaded.settings.apply(&sel.overrides)?;
     skills::add_inline(&mut loaded.catalog, &loaded.settings);
     let active = skills::select_for(

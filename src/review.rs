@@ -54,7 +54,7 @@ pub struct ReviewInput {
 }
 
 const NO_ROUTES: &str = "no model routes are configured (no [[routes]] in warden.toml and no defaults.model)
-  - to review with a real model: add [[routes]] to warden.toml (`warden init` writes a starter, warden.toml.example shows a primary + fallback setup) and export the API key variable each route names in apiKeyEnv
+  - to review with a real model: add [[routes]] to warden.toml (`warden init` writes a starter with a primary + fallback setup to uncomment, `warden init --example` every key) and export the API key variable each route names in apiKeyEnv
   - to see what warden does with no key and no network: `warden review --sim` runs the built-in simulator
   - to see what would be reviewed, without calling any model: `warden plan`";
 

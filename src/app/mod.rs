@@ -83,21 +83,22 @@ fn emit(output: Option<&Path>, text: &str) -> Result<()> {
     warden::outputs::write_stdout(text).map_err(|e| Error::io("<stdout>", e))
 }
 
-/// Prints the config's warnings on stderr (not with `-q`).
+/// Prints the config's warnings on stderr. With `-q` the unknown keys are still shown: a
+/// misspelt key is a mistake in the user's own file, and a quiet CI log is where it would
+/// hide longest (Warden settings warden does not use are not mistakes: quiet).
 fn warn(ui: &Ui, settings: &Settings) {
-    if ui.quiet {
-        return;
-    }
-    let origin = settings
-        .config_path
-        .as_ref()
-        .map(|p| format!("{}: ", p.display()))
-        .unwrap_or_default();
-    for w in &settings.warnings {
+    let mistake = |w: &str| {
+        settings.unknown_keys.iter().any(|k| k.warning() == w)
+            || (w.starts_with("… and ") && w.contains("more unknown keys"))
+    };
+    for w in settings.warnings.iter().filter(|w| !ui.quiet || mistake(w)) {
         warden::text::stdio::eprint_line(&format!(
             "{} {}",
             console::style("warning:").yellow().for_stderr(),
-            escape::block(&format!("{origin}{w}"))
+            escape::block(&warden::config::shown_warning(
+                settings.config_path.as_deref(),
+                w
+            ))
         ));
     }
 }

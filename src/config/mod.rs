@@ -13,6 +13,7 @@ mod routes;
 mod settings;
 mod skills;
 mod tools;
+mod unknown_keys;
 pub mod url;
 
 pub use overrides::{Overrides, SIM_SCALE};
@@ -22,6 +23,7 @@ pub use settings::*;
 pub use tools::{
     BUILT_IN_MAX_TURNS, DEFAULT_MAX_TOOL_CALLS, DEFAULT_MAX_TURNS, ToolBounds, ToolsMode,
 };
+pub use unknown_keys::{UnknownKey, shown_warning};
 
 use crate::error::{Error, Result};
 use resolve::Ctx;
@@ -198,10 +200,11 @@ pub fn parse_str_beside(src: &str, path: &Path, beside: &Beside) -> Result<Setti
     let de = toml::Deserializer::parse(src).map_err(to_err)?;
     let mut ignored = Vec::new();
     let raw: raw::RawConfig =
-        serde_ignored::deserialize(de, |key| ignored.push(key_name(&key.to_string())))
-            .map_err(to_err)?;
+        serde_ignored::deserialize(de, |key| ignored.push(key.to_string())).map_err(to_err)?;
+    let strict = raw.strict_config.unwrap_or(false);
     let mut settings = resolve::resolve(raw, &ctx)?;
-    let mut warnings = ignored_key_warnings(ignored);
+    settings.strict_config = strict;
+    let mut warnings = ignored_key_warnings(ignored, src, &mut settings.unknown_keys);
     warnings.append(&mut settings.warnings);
     warnings.dedup();
     settings.warnings = warnings;
@@ -213,19 +216,29 @@ pub fn parse_str_beside(src: &str, path: &Path, beside: &Beside) -> Result<Setti
 pub const MAX_WARNINGS_PER_KIND: usize = 10;
 
 /// One warning per ignored key name (each name once), at most [`MAX_WARNINGS_PER_KIND`]
-/// of each kind (unknown keys, Warden-only keys), then a line with how many more.
-fn ignored_key_warnings(ignored: Vec<String>) -> Vec<String> {
+/// of each kind (unknown keys, Warden-only keys), then a line with how many more. Unknown
+/// keys are placed (file:line) and matched to the key probably meant, into `unknown`.
+fn ignored_key_warnings(
+    ignored: Vec<String>,
+    src: &str,
+    found: &mut Vec<UnknownKey>,
+) -> Vec<String> {
     let mut seen = std::collections::HashSet::new();
     let (mut unknown, mut warden_only) = (Vec::new(), Vec::new());
-    for key in ignored {
+    for raw_path in ignored {
+        let key = key_name(&raw_path);
         if !seen.insert(key.clone()) {
             continue;
         }
-        let line = resolve::ignored_key_warning(&key);
-        if line.starts_with("unknown key") {
-            unknown.push(line);
-        } else {
-            warden_only.push(line);
+        match resolve::ignored_key_warning(&key) {
+            Some(line) => warden_only.push(line),
+            // Placing a key parses the file again: only the shown ones are placed.
+            None if unknown.len() < MAX_WARNINGS_PER_KIND => {
+                let k = unknown_keys::locate(src, &raw_path, &key);
+                unknown.push(k.warning());
+                found.push(k);
+            }
+            None => unknown.push(String::new()),
         }
     }
     let mut out = capped(unknown, "unknown keys");

@@ -12,6 +12,8 @@ pub(crate) type S<T> = Spanned<T>;
 #[serde(rename_all = "camelCase")]
 pub(crate) struct RawConfig {
     pub version: Option<S<i64>>,
+    /// Unknown keys are errors instead of warnings (as `--strict-config`).
+    pub strict_config: Option<bool>,
     #[serde(default)]
     pub defaults: RawDefaults,
     #[serde(default)]

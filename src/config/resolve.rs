@@ -29,16 +29,14 @@ const WARDEN_ONLY_KEYS: &[&str] = &[
     "triggers.output.commentOnSuccess",
 ];
 
-/// Turns a key path reported by serde_ignored into a warning line.
-pub(super) fn ignored_key_warning(key: &str) -> String {
+/// The warning for a key path serde_ignored reported, when it is a Warden setting warden
+/// does not use; None for a key nobody documents (an unknown key, placed and matched by
+/// `unknown_keys`).
+pub(super) fn ignored_key_warning(key: &str) -> Option<String> {
     let known = WARDEN_ONLY_KEYS
         .iter()
         .any(|k| key == *k || key.starts_with(&format!("{k}.")));
-    if known {
-        format!("`{key}` is a Warden setting warden does not use; it is ignored")
-    } else {
-        format!("unknown key `{key}` is ignored; check its spelling against warden.toml.example")
-    }
+    known.then(|| format!("`{key}` is a Warden setting warden does not use; it is ignored"))
 }
 
 pub(super) struct Ctx<'a> {

@@ -52,6 +52,10 @@ pub struct Settings {
     pub fleet: FleetSettings,
     /// Keys that were ignored, named once each, for the user to see on stderr.
     pub warnings: Vec<String>,
+    /// The keys no one documents (of `warnings`), each with its place and the key meant.
+    pub unknown_keys: Vec<super::UnknownKey>,
+    /// `strictConfig = true`: unknown keys are errors (the command line can ask it too).
+    pub strict_config: bool,
 }
 
 /// The result cache as configured (`[cache]`); flags and `WARDEN_CACHE_DIR` are applied on
@@ -490,6 +494,8 @@ impl Default for Settings {
             cache: CacheSettings::default(),
             fleet: FleetSettings::default(),
             warnings: Vec::new(),
+            unknown_keys: Vec::new(),
+            strict_config: false,
         }
     }
 }

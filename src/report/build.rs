@@ -312,18 +312,13 @@ fn routing_report(
 
 /// The config's warnings, named by the file as stderr shows them.
 fn config_warnings(settings: &Settings) -> Vec<super::Warning> {
-    let origin = settings
-        .config_path
-        .as_ref()
-        .map(|p| format!("{}: ", p.display()))
-        .unwrap_or_default();
     settings
         .warnings
         .iter()
         .map(|w| super::Warning {
             source: super::WarningSource::Config,
             route: None,
-            message: format!("{origin}{w}"),
+            message: crate::config::shown_warning(settings.config_path.as_deref(), w),
         })
         .collect()
 }

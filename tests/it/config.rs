@@ -101,7 +101,8 @@ fn a_warden_v1_file_loads_and_names_each_ignored_key_once() {
     assert_eq!(plan["skills"], serde_json::json!(["security-review"]));
     assert!(planned(&plan, "src/a.rs").is_some());
 
-    // -q keeps stderr clean.
+    // -q keeps stderr clean of Warden settings warden does not use (they are no mistake;
+    // unknown keys are shown even then: see below).
     let out = r.warden(&["plan", "--json", "-q"]).output().unwrap();
     assert!(
         out.stderr.is_empty(),
@@ -560,4 +561,65 @@ fn max_concurrency_auto_loads_and_a_bad_cap_is_an_error_naming_its_place() {
             assert!(!err.contains("panicked"), "{err}");
         }
     }
+}
+
+/// A misspelt key is named with its file and line and the key meant, even under `-q`
+/// (before: no line, no suggestion, and nothing at all under `-q`).
+#[test]
+fn an_unknown_key_names_its_line_and_the_key_meant_even_under_quiet() {
+    let r = Repo::new();
+    r.write("README.md", "x\n").commit_all("base");
+    r.config("version = 1\n\n[defaults]\nfailOnn = \"high\"\n\n[execution]\nfailOn = \"low\"\n");
+    r.write("README.md", "y\n");
+    for args in [&["plan"][..], &["plan", "-q"]] {
+        let out = r.warden(args).output().unwrap();
+        assert_eq!(out.status.code(), Some(0));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains("warden.toml:4: unknown key `defaults.failOnn`")
+                && err.contains("did you mean `failOn`?"),
+            "{args:?}: {err}"
+        );
+        assert!(
+            err.contains("warden.toml:7: unknown key `execution.failOn`")
+                && err.contains("did you mean `[defaults] failOn`?"),
+            "a key in the wrong table names its table: {err}"
+        );
+        assert!(err.contains("warden init --example"), "{err}");
+    }
+}
+
+/// `--strict-config` or `strictConfig = true` make an unknown key an error (exit 2) at its
+/// file:line:column, before anything is reviewed.
+#[test]
+fn strict_config_refuses_unknown_keys() {
+    let r = Repo::new();
+    r.write("README.md", "x\n").commit_all("base");
+    r.config("version = 1\n[defaults]\nreportOnn = \"low\"\n");
+    r.write("README.md", "y\n");
+    let out = r
+        .warden(&["review", "--sim", "--strict-config"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("warden.toml:3:1: unknown key `defaults.reportOnn`"),
+        "{err}"
+    );
+    assert!(err.contains("did you mean `reportOn`?"), "{err}");
+    r.config("version = 1\nstrictConfig = true\n[defaults]\nreportOnn = \"low\"\n");
+    let out = r.warden(&["plan"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("warden.toml:4:1:"));
+    // A clean config passes strict mode.
+    r.config("version = 1\nstrictConfig = true\n[defaults]\nreportOn = \"low\"\n");
+    assert_eq!(
+        r.warden(&["plan", "--strict-config"])
+            .output()
+            .unwrap()
+            .status
+            .code(),
+        Some(0)
+    );
 }
