@@ -101,6 +101,13 @@ pub(super) fn review_cmd(args: &ReviewArgs) -> Result<i32> {
     progress.finish();
     telemetry.finish();
     outputs.write(&report)?;
+    if let Some(setup) = report.setup_failure() {
+        warden::text::stdio::eprint_line(&format!(
+            "{} {}",
+            console::style("error:").red().bold().for_stderr(),
+            warden::text::escape::block(&setup)
+        ));
+    }
     // Dropping the runtime would wait for the signal listener; it is not needed now.
     runtime.shutdown_background();
     Ok(signals.code().unwrap_or_else(|| report.exit_code()))

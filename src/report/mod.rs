@@ -18,6 +18,7 @@ pub mod rdjson;
 mod redact;
 mod rules;
 pub mod sarif;
+mod setup;
 mod source;
 pub mod summary_md;
 pub mod text;
@@ -353,10 +354,14 @@ pub struct Finding {
 
 impl Report {
     /// DESIGN.md section 5: 1 if a finding reaches its skill's `failOn` (complete or not),
-    /// else 3 if the review is partial or unavailable, else 0. Signals are the caller's.
+    /// else 2 if no unit was reviewed and every failure was a setup error
+    /// ([`Report::setup_failure`]: a refinement of 3, so CI tells setup from weather), else 3
+    /// if the review is partial or unavailable, else 0. Signals are the caller's.
     pub fn exit_code(&self) -> i32 {
         if self.findings.iter().any(|f| f.fails_run) {
             1
+        } else if self.setup_failure().is_some() {
+            2
         } else if self.outcome != ReviewOutcome::Complete {
             3
         } else {

@@ -427,7 +427,7 @@ fn the_key_never_appears_in_any_output_even_when_the_provider_echoes_it() {
         vec!["--format", "sarif", "-o", out_file.to_str().unwrap()],
     ] {
         let (code, _, _) = s.review(&args); // asserts no canary on stdout/stderr
-        assert_eq!(code, 3, "{args:?}");
+        assert_eq!(code, 2, "every attempt failed on its key: setup, {args:?}");
     }
     assert!(!std::fs::read_to_string(&out_file).unwrap().contains(CANARY));
     assert!(s.fake.requests().iter().any(|r| {
@@ -653,4 +653,33 @@ fn a_route_forced_open_by_a_401_is_never_called_again_in_the_run_not_even_by_ver
     assert_eq!(v["routes"]["primary"]["calls"], 1);
     assert_eq!(v["routes"]["primary"]["breaker"]["state"], "forced_open");
     assert_eq!(v["routes"]["primary"]["breaker"]["opens"], 1);
+}
+
+/// No unit reviewed and every failure a setup error (a bad key, an unknown model, a refused
+/// request): exit 2, naming it, where before it was 3 like an outage. One route down for
+/// weather beside it keeps 3: then trying again later may help.
+#[test]
+fn a_review_that_fails_only_on_setup_exits_2_and_says_so() {
+    let s = Session::new(2);
+    s.fake.script("primary", vec![Behavior::status(401)]);
+    s.fake.script("fallback", vec![Behavior::status(404)]);
+    let (code, _, err) = s.review(&["-q"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("no unit could be reviewed"), "{err}");
+    assert!(
+        err.contains("route `primary`") && err.contains("route `fallback`"),
+        "{err}"
+    );
+    let (code, v) = s.review_json(&[]);
+    assert_eq!(code, 2);
+    assert_eq!(
+        v["outcome"], "unavailable",
+        "the outcome itself is unchanged: {v}"
+    );
+    // Weather beside setup: exit 3 as before.
+    s.fake.script("primary", vec![Behavior::status(401)]);
+    s.fake.script("fallback", vec![Behavior::status(503)]);
+    let (code, _, err) = s.review(&["-q"]);
+    assert_eq!(code, 3, "{err}");
+    assert!(!err.contains("no unit could be reviewed"), "{err}");
 }
