@@ -16,6 +16,7 @@ pub mod config;
 pub mod diff;
 pub mod engine;
 pub mod error;
+pub mod eval;
 pub mod findings;
 pub mod fleet;
 #[doc(hidden)]

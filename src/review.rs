@@ -6,7 +6,8 @@
 use crate::cache::{Levels, ReviewCache};
 use crate::config::Settings;
 use crate::engine::{
-    Engine, EngineReport, EngineRoute, Event, Pass, ReviewInfo, Sink, UnitLabels, UnitWork,
+    Bulkhead, Engine, EngineReport, EngineRoute, Event, Pass, ReviewInfo, Sink, UnitLabels,
+    UnitWork,
 };
 use crate::error::{Error, Result};
 use crate::fleet::breakers::FleetBreakers;
@@ -51,6 +52,9 @@ pub struct ReviewInput {
     pub fleet: Option<Fleet>,
     /// Warnings given outside the engine (the cache's, the fleet's), for the report.
     pub warnings: report::Warnings,
+    /// Permits shared with other reviews of this process (`warden eval` runs many at
+    /// once under one cap per route); None: the engine's own. A fleet's permits win.
+    pub bulkhead: Option<Arc<dyn Bulkhead>>,
 }
 
 const NO_ROUTES: &str = "no model routes are configured (no [[routes]] in warden.toml and no defaults.model)
@@ -88,6 +92,7 @@ pub async fn run(input: ReviewInput, sink: Sink, interrupt: CancellationToken) -
         shard,
         fleet,
         warnings,
+        bulkhead,
     } = input;
     // The fingerprint is the whole plan's, so every shard of one review carries the same.
     let plan_fingerprint = crate::shard::fingerprint(&plan);
@@ -126,6 +131,10 @@ pub async fn run(input: ReviewInput, sink: Sink, interrupt: CancellationToken) -
     };
     let ticker = tokio::spawn(tick(sink.clone()));
     let engine = Engine::new(routes, exec, sink.clone()).with_answerer(cached.answerer());
+    let engine = match bulkhead {
+        Some(shared) => engine.with_bulkhead(shared),
+        None => engine,
+    };
     let engine = match &fleet {
         Some(f) => with_fleet(engine, f, &settings),
         None => engine,

@@ -3,6 +3,7 @@
 
 mod cache;
 mod completions;
+mod eval;
 mod init;
 mod merge;
 mod review;
@@ -30,6 +31,7 @@ pub fn run(cli: Cli) -> Result<i32> {
         Some(Command::Simulate(args)) => simulate::simulate_cmd(&args),
         Some(Command::Review(args)) => review::review_cmd(&args),
         Some(Command::Merge(args)) => merge::merge_cmd(&args),
+        Some(Command::Eval(args)) => eval::eval_cmd(&args),
         Some(Command::Completions(args)) => completions::completions_cmd(&args),
         Some(Command::Man) => completions::man_cmd(),
         None => review::review_cmd(&cli.review)

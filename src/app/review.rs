@@ -78,6 +78,7 @@ pub(super) fn review_cmd(args: &ReviewArgs) -> Result<i32> {
         cache,
         shard: args.shard,
         warnings,
+        bulkhead: None,
     };
     // Every output is opened before the first request: a bad path costs no money.
     let step_summary = std::env::var_os("GITHUB_STEP_SUMMARY")

@@ -47,6 +47,29 @@ pub trait Bulkhead: Send + Sync {
     fn peak(&self, route: usize) -> usize;
 }
 
+/// A permit source shared by several engines: `warden eval` runs many reviews at once,
+/// each with its own engine, and one route's cap must hold across all of them.
+impl<B: Bulkhead + ?Sized> Bulkhead for Arc<B> {
+    fn acquire(&self, route: usize) -> BoxFuture<'_, Permit> {
+        (**self).acquire(route)
+    }
+    fn try_acquire(&self, route: usize) -> Option<Permit> {
+        (**self).try_acquire(route)
+    }
+    fn acquire_new(&self, route: usize) -> BoxFuture<'_, Permit> {
+        (**self).acquire_new(route)
+    }
+    fn cap(&self, route: usize) -> usize {
+        (**self).cap(route)
+    }
+    fn set_limit(&self, route: usize, limit: usize) {
+        (**self).set_limit(route, limit)
+    }
+    fn peak(&self, route: usize) -> usize {
+        (**self).peak(route)
+    }
+}
+
 struct LocalRoute {
     permits: Arc<Semaphore>,
     /// The effective limit's bookkeeping over `permits`.

@@ -17,6 +17,7 @@ mod engine_backpressure;
 mod engine_http;
 mod engine_policy;
 mod errors;
+mod eval;
 mod first_run;
 mod fleet;
 mod fleet_redis;

@@ -186,7 +186,13 @@ struct State {
     capacity: Capacity,
     /// Paced: when the current one-second window started, and requests served in it.
     window: Option<(Instant, u64)>,
+    /// Decides a request's behaviour from its body, before any script (see
+    /// [`FakeProvider::respond_with`]); None from it falls through to the scripts.
+    responder: Option<Responder>,
 }
+
+/// A behaviour chosen from the request's JSON body.
+pub type Responder = Arc<dyn Fn(&Value) -> Option<Behavior> + Send + Sync>;
 
 /// How much the fake serves before it says "not now" (429, whatever the script says).
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -356,6 +362,13 @@ impl FakeProvider {
         self
     }
 
+    /// Every served request's behaviour is first asked of `f` (by its body): an oracle
+    /// that answers by what the prompt holds (`support::oracle`).
+    pub fn respond_with(&self, f: Responder) -> &Self {
+        self.state.lock().unwrap().responder = Some(f);
+        self
+    }
+
     /// Requests the fake's capacity answered 429.
     pub fn refused(&self) -> usize {
         self.requests().iter().filter(|r| r.refused).count()
@@ -485,8 +498,11 @@ async fn handle(
         });
         (st.log.len() - 1, served, headers)
     };
+    let responder = state.lock().unwrap().responder.clone();
     let behavior = if served {
-        next_behavior(&state, &model)
+        responder
+            .and_then(|f| f(&body))
+            .unwrap_or_else(|| next_behavior(&state, &model))
     } else {
         let body = json!({"error": {"message": "Rate limit reached for requests", "type": "requests", "code": "rate_limit_exceeded"}});
         Behavior::Status {

@@ -6,6 +6,7 @@
 pub mod fake_provider;
 pub use fake_provider::fake_tools;
 pub mod litellm;
+pub mod oracle;
 pub mod otlp_receiver;
 pub mod patch;
 pub mod redis;
