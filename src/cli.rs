@@ -586,6 +586,55 @@ fn parse_budget(s: &str) -> Result<Duration, String> {
 }
 
 impl Selection {
+    /// The `warden plan` command that shows this selection's plan, as people type it.
+    pub fn plan_command(&self) -> String {
+        let mut words = vec!["warden".to_string(), "plan".to_string()];
+        let mut push = |flag: &str, value: Option<String>| {
+            words.push(flag.to_string());
+            words.extend(value);
+        };
+        if let Some(d) = &self.dir {
+            push("-C", Some(d.display().to_string()));
+        }
+        if let Some(c) = &self.config {
+            push("-c", Some(c.display().to_string()));
+        }
+        if let Some(b) = &self.base {
+            push("--base", Some(b.clone()));
+        }
+        if let Some(h) = &self.head {
+            push("--head", Some(h.clone()));
+        }
+        if self.staged {
+            push("--staged", None);
+        }
+        if let Some(d) = &self.diff {
+            push("--diff", Some(d.clone()));
+        }
+        if let Some(p) = self.strip {
+            push("-p", Some(p.to_string()));
+        }
+        if self.demo {
+            push("--demo", None);
+        }
+        for s in &self.skills {
+            push("--skill", Some(s.clone()));
+        }
+        words.extend(self.target.clone());
+        words
+            .into_iter()
+            .map(|w| {
+                if w.is_empty() || w.contains(|c: char| c.is_whitespace() || "'\"$`\\".contains(c))
+                {
+                    format!("'{}'", w.replace('\'', "'\\''"))
+                } else {
+                    w
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
     /// The selection as the library takes it: flags combined into one target.
     pub fn resolve(&self) -> crate::Result<prepare::Selection> {
         let ci = crate::trust::ci_from_env();

@@ -22,6 +22,10 @@ pub(super) fn review_cmd(args: &ReviewArgs) -> Result<i32> {
     let prepared = prepare(&args.resolve()?)?;
     warn(&args.ui, &prepared.settings);
     warn_trust(&args.ui, &prepared.trust);
+    if let Some(line) = nothing_to_review(args, &prepared.plan) {
+        warden::outputs::write_stdout(&line).map_err(|e| Error::io("<stdout>", e))?;
+        return Ok(0);
+    }
     let routes = review::routes(&prepared.settings)?;
     let target = fleet::target(&prepared.settings.fleet, |k| std::env::var(k).ok())?;
     cache::check_shared(&prepared.settings, target.is_some())?;
@@ -44,7 +48,8 @@ pub(super) fn review_cmd(args: &ReviewArgs) -> Result<i32> {
         None => None,
     };
     let cache = if cache::simulated_only(&prepared.settings.routes) {
-        if !args.ui.quiet {
+        // Every --sim run would open with it; it is for those who ask (-v).
+        if args.ui.verbose {
             warden::text::stdio::eprint_line(&format!(
                 "{} {}",
                 console::style("note:").cyan().for_stderr(),
@@ -94,10 +99,11 @@ pub(super) fn review_cmd(args: &ReviewArgs) -> Result<i32> {
     let progress = Arc::new(Progress::new(Mode::detect(args.ui.quiet), args.ui.verbose));
     let sink = progress.sink().tee(telemetry.sink());
     let signals = Signals::default();
-    let report = runtime.block_on(async {
+    let mut report = runtime.block_on(async {
         signals.listen();
         review::run(input, sink, signals.token.clone()).await
     });
+    report.plan_command = Some(args.selection.plan_command());
     signals.writing();
     progress.finish();
     telemetry.finish();
@@ -112,4 +118,25 @@ pub(super) fn review_cmd(args: &ReviewArgs) -> Result<i32> {
     // Dropping the runtime would wait for the signal listener; it is not needed now.
     runtime.shutdown_background();
     Ok(signals.code().unwrap_or_else(|| report.exit_code()))
+}
+
+/// A text review to stdout with nothing to send: one line naming the selection and what
+/// to try, instead of a whole empty report (other formats and `-o` files still get
+/// theirs, for the scripts that read them).
+fn nothing_to_review(args: &ReviewArgs, plan: &warden::plan::Plan) -> Option<String> {
+    let text_only = args.format() == warden::cli::ReviewFormat::Text && args.outputs.is_empty();
+    if !plan.units.is_empty() || !text_only || args.shard.is_some() {
+        return None;
+    }
+    let target = warden::text::escape::inline(&plan.target);
+    Some(match plan.skipped_files.len() {
+        0 => format!(
+            "nothing to review: no changes in {target}; try another selection: a range (`warden review main...my-branch`), `--staged`, or `--diff FILE`\n"
+        ),
+        n => format!(
+            "nothing to review in {target}: {n} changed file{} skipped, none left for a model (`{}` says why)\n",
+            if n == 1 { "" } else { "s" },
+            args.selection.plan_command()
+        ),
+    })
 }

@@ -61,6 +61,7 @@ pub fn build(
     let routes = metrics::route_metrics(engine, &units, verification.map(|v| &v.engine));
     summary.cost_usd = super::usd(routes.values().map(|r| r.cost_usd).sum());
     Report {
+        plan_command: None,
         schema_version: SCHEMA_VERSION,
         outcome: summary.outcome(),
         target: plan.target.clone(),

@@ -59,6 +59,10 @@ pub struct Report {
     pub outcome: ReviewOutcome,
     /// What was compared, for people.
     pub target: String,
+    /// The `warden plan …` command that shows this selection's plan (the text report's
+    /// skipped-files hint names it); set by the command layer, not in JSON.
+    #[serde(skip)]
+    pub plan_command: Option<String>,
     /// How long the review took.
     pub duration_ms: u64,
     /// The review budget.

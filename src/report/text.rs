@@ -296,9 +296,10 @@ fn footer(out: &mut String, r: &Report) {
     if !r.skipped_files.is_empty() {
         let _ = writeln!(
             out,
-            "{} file{} skipped before review (see `warden plan` for reasons)",
+            "{} file{} skipped before review (`{}` says why)",
             r.skipped_files.len(),
-            if r.skipped_files.len() == 1 { "" } else { "s" }
+            if r.skipped_files.len() == 1 { "" } else { "s" },
+            escape::inline(r.plan_command.as_deref().unwrap_or("warden plan"))
         );
     }
     provenance(out, r);

@@ -176,3 +176,28 @@ fn init_example_writes_every_key() {
     assert_eq!(code, 2);
     assert!(err.contains("--force"), "{err}");
 }
+
+/// A text review with nothing to send is one line that names the selection and what to
+/// try, exit 0 (before: a whole empty report).
+#[test]
+fn nothing_to_review_is_one_line() {
+    let r = Repo::new();
+    r.write("src/lib.rs", "pub fn a() {}\n").commit_all("base");
+    let (code, out, err) = run(r.warden(&["review", "--sim"]));
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out.lines().count(), 1, "{out}");
+    assert!(out.starts_with("nothing to review: no changes in"), "{out}");
+    assert!(out.contains("--staged"), "what to try: {out}");
+    // Only skipped files: the line names the plan command that says why.
+    r.write("package-lock.json", "{}\n");
+    let (code, out, _) = run(r.warden(&["review", "--sim"]));
+    assert_eq!(code, 0);
+    assert!(
+        out.contains("1 changed file skipped") && out.contains("`warden plan`"),
+        "{out}"
+    );
+    // JSON still gets its whole report, for scripts.
+    let (code, out, _) = run(r.warden(&["review", "--sim", "--json"]));
+    assert_eq!(code, 0);
+    assert!(out.contains("\"schemaVersion\""), "{out}");
+}

@@ -29,6 +29,7 @@ mod install_script;
 mod invariant;
 mod layers;
 mod many_routes;
+mod newcomer;
 mod output_safety;
 mod outputs;
 mod patch_input;

@@ -10,7 +10,7 @@ use std::path::Path;
 /// JSON report, stderr.
 fn sim_review(dir: &Path, profile: &str) -> (i32, Value, String) {
     let out = warden()
-        .args(["review", &format!("--sim={profile}"), "--json", "--diff"])
+        .args(["review", &format!("--sim={profile}"), "--json", "-v", "--diff"])
         .arg(fixture("demo.diff"))
         .env("WARDEN_CACHE_DIR", dir)
         .output()
@@ -105,7 +105,7 @@ fn sim_routes_from_the_config_and_warden_simulate_leave_the_cache_alone() {
     let dir = tmp.path().join("cache");
     for _ in 0..2 {
         let out = r
-            .warden(&["review", "--staged", "--json"])
+            .warden(&["review", "--staged", "--json", "-v"])
             .env("WARDEN_CACHE_DIR", &dir)
             .output()
             .unwrap();
@@ -131,4 +131,17 @@ fn sim_routes_from_the_config_and_warden_simulate_leave_the_cache_alone() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert_eq!(entries(&dir), Vec::<String>::new());
+}
+
+/// Every `--sim` run opened with a two-line note about the cache; it is for `-v` now.
+#[test]
+fn the_sim_cache_note_is_only_shown_with_verbose() {
+    let out = warden()
+        .args(["review", "--sim=healthy", "--json", "--diff"])
+        .arg(fixture("demo.diff"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(!stderr.contains("result cache"), "{stderr}");
 }
