@@ -50,6 +50,7 @@ fn units(n: usize) -> Vec<UnitWork> {
             optional: false,
             labels: UnitLabels::default(),
             routes: vec![],
+            tools: None,
         })
         .collect()
 }

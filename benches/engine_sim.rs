@@ -79,6 +79,7 @@ fn ours(seed: u64, routing: Routing, n_units: usize) -> Figures {
                 optional: false,
                 labels: Default::default(),
                 routes: vec![],
+                tools: None,
             })
             .collect();
         let exec = Execution {

@@ -244,6 +244,7 @@ impl EvalArgs {
             min_confidence: self.min_confidence,
             budget: self.case_budget,
             sim: self.sim.clone(),
+            no_tools: false,
         }
     }
 
@@ -392,6 +393,10 @@ pub struct ReviewArgs {
     /// scaled to match. No key, no network.
     #[arg(long, value_name = "PROFILE", num_args = 0..=1, require_equals = true, default_missing_value = "slow-tail")]
     pub sim: Option<String>,
+    /// Review every unit in one request: no skill reads the repository in a tool loop
+    /// (as `[execution] tools = false`).
+    #[arg(long)]
+    pub no_tools: bool,
     /// Write a trace of the run to FILE: every span and event as JSONL, or with
     /// `--trace-format chrome` a timeline for Perfetto or chrome://tracing.
     #[arg(long, value_name = "FILE")]
@@ -693,6 +698,7 @@ impl ReviewArgs {
             min_confidence: self.min_confidence,
             budget: self.budget,
             sim: self.sim.clone(),
+            no_tools: self.no_tools,
         }
     }
 }

@@ -56,6 +56,9 @@ pub struct Prepared {
     pub trust: TrustReport,
     /// The active skills' origins, for every report.
     pub skill_uses: Vec<SkillUse>,
+    /// Where a skill's tools read (DESIGN.md §14): the head commit's tree in CI and for
+    /// ranges, the working tree locally; None without a repository.
+    pub tool_head: Option<crate::tools::Head>,
 }
 
 fn env_var(name: &str) -> Option<String> {
@@ -130,7 +133,9 @@ pub fn prepare(sel: &Selection) -> Result<Prepared> {
             .collect();
         let loaded = trust::load(repo.as_ref(), &request(&touched))?;
         let vcs = Vcs::discover(repo.as_ref(), None, &env_var);
-        return finish(loaded, sel, vcs, |settings, active| {
+        // A patch's new side is not in any tree tools could read: its units are one
+        // request each.
+        return finish(loaded, sel, vcs, None, |settings, active| {
             Ok(plan::build(&diff, &NoContent, settings, active))
         });
     }
@@ -141,7 +146,8 @@ pub fn prepare(sel: &Selection) -> Result<Prepared> {
         _ => None,
     };
     let vcs = Vcs::discover(Some(&repo), head, &env_var);
-    finish(loaded, sel, vcs, |settings, active| {
+    let tools = tool_head(&repo, sel);
+    finish(loaded, sel, vcs, tools, |settings, active| {
         let selection = diff::git::select_capped(
             &repo,
             &sel.target,
@@ -164,6 +170,7 @@ fn finish(
     mut loaded: trust::Loaded,
     sel: &Selection,
     vcs: Option<Vcs>,
+    tool_head: Option<crate::tools::Head>,
     build: impl FnOnce(&Settings, &[ActiveSkill]) -> Result<Plan>,
 ) -> Result<Prepared> {
     loaded.settings.refuse_unknown_keys(sel.strict_config)?;
@@ -177,6 +184,10 @@ fn finish(
     )?;
     let plan = build(&loaded.settings, &active)?;
     let skill_uses = trust::skill_uses(&active, &loaded.catalog, &loaded.trust);
+    if loaded.settings.execution.tools != config::ToolsMode::Off {
+        let refused = crate::tools::refused_tools(&active);
+        loaded.settings.warnings.extend(refused);
+    }
     Ok(Prepared {
         settings: loaded.settings,
         plan,
@@ -184,7 +195,27 @@ fn finish(
         vcs,
         trust: loaded.trust,
         skill_uses,
+        tool_head,
     })
+}
+
+/// Where tools read: the reviewed head. A range's head commit, the HEAD commit in CI
+/// (the model reads exactly what is reviewed, not a checkout a CI step changed), the
+/// working tree otherwise.
+fn tool_head(repo: &git2::Repository, sel: &Selection) -> Option<crate::tools::Head> {
+    use crate::tools::Head;
+    let dir = repo.workdir().unwrap_or(repo.path()).to_path_buf();
+    match &sel.target {
+        Target::Range { head, .. } => Some(Head::Commit {
+            repo: dir,
+            rev: head.clone(),
+        }),
+        _ if sel.ci || repo.workdir().is_none() => Some(Head::Commit {
+            repo: dir,
+            rev: "HEAD".into(),
+        }),
+        _ => Some(Head::WorkTree(dir)),
+    }
 }
 
 fn read_patch(source: &PatchSource, dir: &Path) -> Result<(Vec<u8>, String)> {

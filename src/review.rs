@@ -55,12 +55,36 @@ pub struct ReviewInput {
     /// Permits shared with other reviews of this process (`warden eval` runs many at
     /// once under one cap per route); None: the engine's own. A fleet's permits win.
     pub bulkhead: Option<Arc<dyn Bulkhead>>,
+    /// Where a skill's tools read (see `crate::tools`); None: no unit loops.
+    pub tool_head: Option<crate::tools::Head>,
 }
 
 const NO_ROUTES: &str = "no model routes are configured (no [[routes]] in warden.toml and no defaults.model)
   - to review with a real model: add [[routes]] to warden.toml (`warden init` writes a starter with a primary + fallback setup to uncomment, `warden init --example` every key) and export the API key variable each route names in apiKeyEnv
   - to see what warden does with no key and no network: `warden review --sim` runs the built-in simulator
   - to see what would be reviewed, without calling any model: `warden plan`";
+
+/// The tools of the review's loops over `head` (DESIGN.md §14), each result redacted of
+/// every configured key; None when loops are off, there is no repository, or its tree
+/// cannot be read (said once as a warning: every unit is then one request).
+fn toolbox(
+    head: Option<&crate::tools::Head>,
+    settings: &Settings,
+    warnings: &report::Warnings,
+) -> Option<Arc<crate::tools::Toolbox>> {
+    let head = head.filter(|_| settings.execution.tools != crate::config::ToolsMode::Off)?;
+    let keys = report::configured_keys(&settings.routes);
+    let redact: crate::tools::Redactor = Arc::new(move |t| report::redact_text(&keys, t));
+    let bytes = settings.execution.tool_bounds.result_bytes;
+    match crate::tools::Toolbox::open(head, &settings.tool_deny, bytes, redact) {
+        Ok(tb) => Some(Arc::new(tb)),
+        Err(why) => {
+            let message = format!("{why}; skills review without tools (one request per unit)");
+            warnings.push(report::WarningSource::Config, None, &message);
+            None
+        }
+    }
+}
 
 /// Builds a client for each configured route; no routes is a usage error that says how
 /// to configure one (or try the simulator).
@@ -93,6 +117,7 @@ pub async fn run(input: ReviewInput, sink: Sink, interrupt: CancellationToken) -
         fleet,
         warnings,
         bulkhead,
+        tool_head,
     } = input;
     // The fingerprint is the whole plan's, so every shard of one review carries the same.
     let plan_fingerprint = crate::shard::fingerprint(&plan);
@@ -109,6 +134,8 @@ pub async fn run(input: ReviewInput, sink: Sink, interrupt: CancellationToken) -
         settings.verification,
     )
     .await;
+    let toolbox = toolbox(tool_head.as_ref(), &settings, &warnings);
+    cached.replay(toolbox.as_deref());
     sink.emit(Event::ReviewStarted(Arc::new(ReviewInfo {
         target: plan.target.clone(),
         units: plan.units.len(),
@@ -133,6 +160,10 @@ pub async fn run(input: ReviewInput, sink: Sink, interrupt: CancellationToken) -
     let engine = Engine::new(routes, exec, sink.clone()).with_answerer(cached.answerer());
     let engine = match bulkhead {
         Some(shared) => engine.with_bulkhead(shared),
+        None => engine,
+    };
+    let engine = match toolbox {
+        Some(tb) => engine.with_toolbox(tb),
         None => engine,
     };
     let engine = match &fleet {
@@ -273,6 +304,7 @@ pub fn units(plan: &Plan, skills: &[ActiveSkill], settings: &Settings) -> Vec<Un
                     priority: u.priority,
                 },
                 routes,
+                tools: crate::tools::loop_for(&unit_skills, &settings.execution),
             }
         })
         .collect()

@@ -93,6 +93,7 @@ pub fn units(
                     priority: unit.priority,
                 },
                 routes: routes.get(u.unit).cloned().unwrap_or_default(),
+                tools: None,
             };
             (work, u.unit)
         })

@@ -84,6 +84,7 @@ pub(super) fn review_cmd(args: &ReviewArgs) -> Result<i32> {
         shard: args.shard,
         warnings,
         bulkhead: None,
+        tool_head: prepared.tool_head,
     };
     // Every output is opened before the first request: a bad path costs no money.
     let step_summary = std::env::var_os("GITHUB_STEP_SUMMARY")

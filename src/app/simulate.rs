@@ -21,11 +21,13 @@ pub(super) fn simulate_cmd(args: &SimulateArgs) -> Result<i32> {
     let profiles = simulate::profiles(&prepared.settings, &args.profiles, &fitted)?;
     let units = warden::review::units(&prepared.plan, &prepared.active, &prepared.settings);
     let budget = prepared.settings.execution.review_budget;
+    let tools = simulate::tools_for(prepared.tool_head.as_ref(), &prepared.settings);
     let input = SimulateInput {
         units,
         settings: prepared.settings,
         profiles,
         runs: args.runs as usize,
+        tools,
     };
     let text = match &args.caps {
         Some(caps) => {

@@ -197,6 +197,20 @@ impl ReviewCache {
         }
     }
 
+    /// Drops the hits whose answer read the repository through tools when replaying those
+    /// calls on this head gives another result (DESIGN.md §14): a push that touched a file
+    /// the model read re-reviews the unit; one that touched none does not. Without tools
+    /// (`--no-tools`, no repository) such a hit cannot be checked and is dropped too.
+    /// Replays are local reads: no request.
+    pub fn replay(&mut self, tools: Option<&crate::tools::Toolbox>) {
+        self.hits.retain(|_, hit| {
+            hit.answer
+                .tool_calls
+                .iter()
+                .all(|c| tools.is_some_and(|tb| tb.call(&c.tool, &c.arguments).hash == c.hash))
+        });
+    }
+
     /// The engine's hook: a unit with a hit ends with the cached result before dispatch,
     /// with no request and no permit (and flows through the events like any other).
     pub fn answerer(&self) -> Arc<dyn Answerer> {
@@ -242,7 +256,10 @@ impl ReviewCache {
                 at,
             };
             let start = plan.units[u.unit].start_line;
-            let answer = Answer::new(by, &u.findings, start, u.dropped_findings);
+            let mut answer = Answer::new(by, &u.findings, start, u.dropped_findings);
+            if let Some(l) = &u.tool_loop {
+                answer.tool_calls = l.calls.clone();
+            }
             self.pending.insert(u.unit, (route, answer));
         }
     }
@@ -290,6 +307,7 @@ impl ReviewCache {
                 model: a.model.clone(),
                 level,
             }),
+            tool_loop: None,
         }
     }
 

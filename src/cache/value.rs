@@ -29,6 +29,11 @@ pub struct Answer {
     pub dropped: usize,
     /// One verdict per finding, in order, when the verification pass checked this answer.
     pub verdicts: Option<Vec<StoredVerdict>>,
+    /// The tool calls the model made before answering (DESIGN.md §14), each with the hash
+    /// of the result it read: the answer is reused only while replaying them on the new
+    /// head gives the same hashes.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<crate::engine::CallLog>,
 }
 
 /// A finding with `line`/`endLine` as offsets from the chunk's first line.
@@ -104,6 +109,7 @@ impl Answer {
                 .collect(),
             dropped,
             verdicts: None,
+            tool_calls: Vec::new(),
         }
     }
 

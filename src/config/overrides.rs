@@ -23,6 +23,8 @@ pub struct Overrides {
     pub budget: Option<Duration>,
     /// `--sim[=PROFILE]`: the built-in simulator in place of the configured routes.
     pub sim: Option<String>,
+    /// `--no-tools`: no skill runs as a tool loop (every unit is one request).
+    pub no_tools: bool,
 }
 
 impl Settings {
@@ -47,6 +49,9 @@ impl Settings {
         self.min_confidence = o.min_confidence.unwrap_or(self.min_confidence);
         if let Some(b) = o.budget {
             self.execution.review_budget = b;
+        }
+        if o.no_tools {
+            self.execution.tools = super::ToolsMode::Off;
         }
         Ok(())
     }

@@ -129,7 +129,8 @@ enum CostWait {
 fn reserve_cost(sh: &Shared, u: &UnitRun, route: usize) -> Result<Reservation, CostWait> {
     let budget = &sh.engine.cost;
     let r = &sh.engine.routes[route];
-    let chars = u.work.prompt.chars();
+    // A tool loop's transcript grows each turn: the estimate counts it (section 14).
+    let chars = u.work.prompt.chars() + u.looping.as_ref().map_or(0, |l| l.chars());
     let estimate =
         r.observed
             .lock()

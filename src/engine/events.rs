@@ -76,6 +76,8 @@ pub struct UnitInfo {
     pub routes: Vec<usize>,
     /// The prompt; telemetry records it only when the user opts in.
     pub prompt: Arc<Prompt>,
+    /// Its tool loop (DESIGN.md §14), when its skill reads the repository.
+    pub tools: Option<crate::tools::LoopPlan>,
 }
 
 /// The review as a whole, for the consumers that describe it (the review span).
@@ -241,6 +243,23 @@ pub enum Event {
         reason: super::limit::LimitReason,
         /// When, from the pass's start.
         at: Duration,
+    },
+    /// A tool call of a unit's loop was answered (DESIGN.md §14).
+    ToolCalled {
+        /// The unit's index.
+        unit: usize,
+        /// The turn whose answer made the call (1-based).
+        turn: u32,
+        /// The tool called (as the model named it).
+        tool: String,
+        /// Bytes of the result the model reads.
+        bytes: u64,
+        /// The call was refused or failed (the model is told).
+        error: bool,
+        /// An identical earlier call's result, answered from memory.
+        repeat: bool,
+        /// How long the tool took.
+        duration: Duration,
     },
     /// A unit ended with exactly one status; its result travels with the event.
     UnitFinished {

@@ -19,6 +19,7 @@ pub mod pacing;
 pub mod retry;
 pub mod route_picker;
 pub mod shedder;
+mod turns;
 mod unit;
 pub mod windows;
 
@@ -32,6 +33,7 @@ pub use outcome::{
 pub use retry::{RetryPolicy, Stop};
 pub use route_picker::{Ordered, RouteOrder, RoutePicker};
 pub use shedder::Shedder;
+pub use turns::{CallLog, ToolLoop};
 pub use windows::{SharedTake, SharedWindows};
 
 use crate::config::{Execution, Prices, Route as ConfigRoute};
@@ -62,6 +64,9 @@ pub struct UnitWork {
     pub labels: UnitLabels,
     /// The routes (indices, failover order) it may use, in its order; empty: every route.
     pub routes: Vec<usize>,
+    /// Its tool loop (DESIGN.md §14); None: one request (also when the engine has no
+    /// [`Engine::with_toolbox`]).
+    pub tools: Option<crate::tools::LoopPlan>,
 }
 
 /// Telemetry attributes of a unit (skill, file, lines, priority).
@@ -152,6 +157,8 @@ pub(crate) struct Shared<'a> {
     sink: Sink,
     /// Attempts in flight in this pass.
     in_flight: AtomicUsize,
+    /// The depth rule of tool loops: each unit's share of the slot time left.
+    depth: turns::Depth,
 }
 
 impl Shared<'_> {
@@ -197,6 +204,8 @@ pub struct Engine {
     pacing: pacing::Pacing,
     /// Rate-limit windows shared with other processes (fleet mode), over `pacing`.
     windows: Option<Box<dyn SharedWindows>>,
+    /// What a skill's tool loop calls (None: every unit is one request).
+    toolbox: Option<Arc<crate::tools::Toolbox>>,
 }
 
 impl Engine {
@@ -234,6 +243,7 @@ impl Engine {
             changed: Notify::new(),
             pacing,
             windows: None,
+            toolbox: None,
         };
         engine.apply_limits();
         engine
@@ -274,6 +284,12 @@ impl Engine {
         self
     }
 
+    /// Answers the tool calls of units that loop (DESIGN.md §14) with `toolbox`.
+    pub fn with_toolbox(mut self, toolbox: Arc<crate::tools::Toolbox>) -> Self {
+        self.toolbox = Some(toolbox);
+        self
+    }
+
     /// Lets `answerer` answer units before they are dispatched.
     pub fn with_answerer(mut self, answerer: Arc<dyn Answerer>) -> Self {
         self.answerer = Some(answerer);
@@ -302,6 +318,8 @@ impl Engine {
         let idle = Arc::new(idle::IdleMeter::new(start));
         // The budget the clock can represent (a deadline saturates at the far future).
         let hunk_budget = self.exec.hunk_budget.min(clock::FAR_FUTURE);
+        let review_deadline = deadline_after(start, budget);
+        let slots = (0..self.routes.len()).map(|i| self.bulkhead.cap(i)).sum();
         let shared = Shared {
             engine: self,
             exec: self.exec,
@@ -311,7 +329,8 @@ impl Engine {
             },
             shedder: Shedder { hunk_budget },
             start,
-            review_deadline: deadline_after(start, budget),
+            review_deadline,
+            depth: turns::Depth::new(slots, units.len(), review_deadline),
             cancel: interrupt.child_token(),
             interrupted: interrupt.clone(),
             sink: self.sink.clone().tee(aggregator.sink()).tee(idle.sink()),
@@ -323,7 +342,9 @@ impl Engine {
             budget,
             routes: self.route_infos(),
         });
-        let work: Vec<(usize, Arc<UnitInfo>)> = units.into_iter().map(unit_info).collect();
+        let looping = self.toolbox.is_some();
+        let work: Vec<(usize, Arc<UnitInfo>)> =
+            units.into_iter().map(|u| unit_info(u, looping)).collect();
         for (unit, info) in &work {
             shared.sink.emit(Event::UnitQueued {
                 unit: *unit,
@@ -380,13 +401,14 @@ impl Engine {
     }
 }
 
-fn unit_info(u: UnitWork) -> (usize, Arc<UnitInfo>) {
+fn unit_info(u: UnitWork, looping: bool) -> (usize, Arc<UnitInfo>) {
     let info = UnitInfo {
         routes: u.routes,
         labels: u.labels,
         lines: u.lines,
         optional: u.optional,
         prompt: Arc::new(u.prompt),
+        tools: u.tools.filter(|_| looping),
     };
     (u.index, Arc::new(info))
 }

@@ -125,6 +125,8 @@ pub struct UnitResult {
     pub findings_cut: usize,
     /// Set when the result is an earlier run's answer from the result cache (no request).
     pub from_cache: Option<FromCache>,
+    /// Its tool loop's figures, when its skill reads the repository (DESIGN.md §14).
+    pub tool_loop: Option<super::turns::ToolLoop>,
 }
 
 /// Who produced a cached result, and when.

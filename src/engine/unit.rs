@@ -26,6 +26,7 @@ use tokio::time::Instant;
 /// Runs one unit to its end; its result goes out as `UnitFinished`.
 pub(super) async fn run(sh: &Shared<'_>, index: usize, work: &UnitInfo) {
     let mut u = UnitRun::new(index, work);
+    u.looping = super::turns::start(sh, work);
     // A unit answered before dispatch (a result cache) makes no request.
     if let Some(result) = sh
         .engine
@@ -57,11 +58,26 @@ pub(super) async fn run(sh: &Shared<'_>, index: usize, work: &UnitInfo) {
         let hunk_end = *u
             .hunk_end
             .get_or_insert_with(|| deadline_after(now, sh.exec.hunk_budget));
+        // Section 14: a tool loop's turn may be its final one (tools off, submit forced).
+        if let Some(l) = &mut u.looping {
+            l.before_request(sh, hunk_end, now);
+        }
         // Rules 1 and 3: one request under nested deadlines, cancelled with the review.
         let route = slot.route;
         let (record, extracted) = attempt(sh, &mut u, slot, now, hunk_end).await;
         if record.outcome == Outcome::Ok {
-            return u.reviewed(sh, &record.route, extracted.unwrap_or_default());
+            sh.depth.observe(record.duration);
+            if let Some(l) = &mut u.looping {
+                l.answered();
+            }
+            let Some(ex) = extracted else {
+                // A turn of tool calls: answered, then the next turn (section 14).
+                match super::turns::next_turn(sh, &mut u).await {
+                    Ok(()) => continue,
+                    Err(stop) => return u.finish(sh, stop),
+                }
+            };
+            return u.reviewed(sh, &record.route, ex);
         }
         if record.backpressure {
             if let Err(stop) = bounced(sh, &mut u, route, &record, started) {
@@ -202,6 +218,13 @@ pub(super) struct UnitRun<'w> {
     pub(super) waited_for_open_routes: bool,
     /// Answers of back-pressure so far (section 13).
     pub(super) bounces: u32,
+    /// Its tool loop, when its skill reads the repository (section 14).
+    pub(super) looping: Option<super::turns::LoopState>,
+    /// Where the current turn's attempts start in `result.attempts` (a failed turn is
+    /// retried under `maxAttempts`, not the unit).
+    pub(super) turn_from: usize,
+    /// The last answer's text and tool calls, for the loop.
+    pub(super) answered: Option<(String, Vec<crate::provider::ToolCall>)>,
 }
 
 impl<'w> UnitRun<'w> {
@@ -220,11 +243,15 @@ impl<'w> UnitRun<'w> {
                 dropped_findings: 0,
                 findings_cut: 0,
                 from_cache: None,
+                tool_loop: None,
             },
             hunk_end: None,
             last: None,
             waited_for_open_routes: false,
             bounces: 0,
+            looping: None,
+            turn_from: 0,
+            answered: None,
         }
     }
 
@@ -234,9 +261,10 @@ impl<'w> UnitRun<'w> {
         self.hunk_end.is_none() && self.bounces == 0
     }
 
-    /// Attempts that count toward `maxAttempts`: back-pressure answers do not.
+    /// Attempts that count toward `maxAttempts`: back-pressure answers do not, nor the
+    /// answered turns of a tool loop before this one.
     pub(super) fn attempts_made(&self) -> u32 {
-        let a = &self.result.attempts;
+        let a = &self.result.attempts[self.turn_from.min(self.result.attempts.len())..];
         a.iter().filter(|a| !a.record.backpressure).count() as u32
     }
 
@@ -281,6 +309,9 @@ impl<'w> UnitRun<'w> {
         if let Some(prev) = r.routes_tried.last()
             && prev != route
         {
+            if let Some(l) = &mut self.looping {
+                l.moved();
+            }
             r.moves.push(Move {
                 from: prev.clone(),
                 to: route.to_string(),
@@ -308,11 +339,15 @@ impl<'w> UnitRun<'w> {
     pub(super) fn finish(mut self, sh: &Shared, stop: Stop) {
         self.result.status = stop.status;
         self.result.reason = stop.reason;
+        if let Some(l) = self.looping.take() {
+            l.close(&mut self.result);
+        }
         emit_finished(sh, self.result);
     }
 }
 
 fn emit_finished(sh: &Shared, result: UnitResult) {
+    sh.depth.unit_finished();
     sh.sink.emit(Event::UnitFinished {
         unit: result.unit,
         result: Arc::new(result),
@@ -351,7 +386,8 @@ async fn attempt(
         breaker: slot.breaker,
         probe: slot.hold.probe(),
     });
-    let req = AttemptRequest::new((*u.work.prompt).clone(), u.work.lines, sh.limits(deadline));
+    let mut req = AttemptRequest::new((*u.work.prompt).clone(), u.work.lines, sh.limits(deadline));
+    req.conversation = u.looping.as_ref().and_then(|l| l.conversation());
     sh.in_flight.fetch_add(1, Ordering::SeqCst);
     let load = route.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
     let result = tokio::select! {
@@ -365,7 +401,10 @@ async fn attempt(
     let finished = Instant::now();
     let ran = finished.saturating_duration_since(now);
     let (mut record, extracted) = match result {
-        Some(a) => (a.record, a.extracted),
+        Some(a) => {
+            u.answered = Some((a.text, a.calls));
+            (a.record, a.extracted)
+        }
         None => (cancelled_record(sh, slot.route, &req, ran), None),
     };
     if record.outcome == Outcome::Timeout && sh.budget_spent(finished) {
@@ -413,7 +452,8 @@ async fn attempt(
             message: message.clone(),
         });
     }
-    let cost_usd = account_cost(sh, route, &req, &record, slot.reservation);
+    let chars = req.prompt.chars() + u.looping.as_ref().map_or(0, |l| l.chars());
+    let cost_usd = account_cost(sh, route, chars, &record, slot.reservation);
     u.result.attempts.push(AttemptLog {
         number,
         started: now.saturating_duration_since(sh.start),
@@ -465,16 +505,16 @@ fn adapt_limit(sh: &Shared, route: usize, record: &AttemptRecord, started: Insta
 fn account_cost(
     sh: &Shared,
     route: &super::Route,
-    req: &AttemptRequest,
+    chars: usize,
     record: &AttemptRecord,
     reservation: Reservation,
 ) -> Option<f64> {
     let cost_usd = cost::attempt_cost(record.usage, route.prices);
-    route.observed.lock().expect("observed usage").learn(
-        req.prompt.chars(),
-        record.usage,
-        cost_usd,
-    );
+    route
+        .observed
+        .lock()
+        .expect("observed usage")
+        .learn(chars, record.usage, cost_usd);
     sh.engine.cost.settle(reservation, cost_usd);
     cost_usd
 }

@@ -69,6 +69,7 @@ pub async fn judge(
                 priority: 0,
             },
             routes: Vec::new(),
+            tools: None,
         })
         .collect();
     let engine = Engine::new(

@@ -319,5 +319,8 @@ fn review_input(prepared: prepare::Prepared, setup: &Setup, opts: &Options) -> R
         fleet: None,
         warnings: crate::report::Warnings::default(),
         bulkhead: Some(setup.bulkhead.clone()),
+        // Case reviews are single requests: a tool loop in `warden eval` is not measured
+        // yet (its figures would move with the depth rule).
+        tool_head: None,
     }
 }

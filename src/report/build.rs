@@ -55,6 +55,7 @@ pub fn build(
         })
         .collect();
     summary.findings_dropped += judge.dropped + dedupe::remove_duplicates(&mut units);
+    summary.tool_loops = super::ToolLoops::of(&units);
     let mut findings: Vec<Finding> = units.iter().flat_map(|u| u.findings.clone()).collect();
     sort_findings(&mut findings);
     summary.findings = findings.len();
@@ -226,6 +227,7 @@ fn unit_report(plan: &Plan, unit: &Unit, result: &UnitResult, judge: &mut Judge)
         attempts: result.attempts.iter().map(AttemptReport::from).collect(),
         findings,
         findings_cut: result.findings_cut,
+        tool_loop: result.tool_loop.clone(),
     }
 }
 

@@ -96,6 +96,7 @@ mod tests {
             attempts: vec![],
             findings,
             findings_cut: 0,
+            tool_loop: None,
         }
     }
 

@@ -116,6 +116,7 @@ fn join(whole: Shard, reports: Vec<Report>) -> Report {
         findings_cut: reports.iter().map(|r| r.summary.findings_cut).sum(),
         ..Summary::default()
     };
+    summary.tool_loops = super::ToolLoops::of(&units);
     for u in &units {
         summary.count(u.status);
         summary.from_cache += usize::from(u.source == Source::Cache);

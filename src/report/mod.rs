@@ -22,6 +22,7 @@ mod setup;
 mod source;
 pub mod summary_md;
 pub mod text;
+mod tool_loops;
 mod vcs;
 mod warnings;
 
@@ -34,6 +35,7 @@ pub use metrics::{BreakerReport, RouteMetrics, TimeoutsByStage};
 pub use redact::{configured_keys, redact, redact_text};
 pub use rules::SkillInfo;
 pub use source::SourceContext;
+pub use tool_loops::ToolLoops;
 pub use vcs::Vcs;
 pub use warnings::{Warning, WarningSource, Warnings};
 
@@ -170,6 +172,9 @@ pub struct Summary {
     /// unknown count as nothing).
     #[serde(default)]
     pub cost_usd: f64,
+    /// The review's tool loops, summed (absent when no unit looped).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_loops: Option<ToolLoops>,
 }
 
 /// How new units chose routes, and what the other policy would have used.
@@ -244,6 +249,10 @@ pub struct UnitReport {
     /// Findings its answer had past `maxFindingsPerAnswer`, counted unread.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub findings_cut: usize,
+    /// Its tool loop (DESIGN.md §14): turns allowed and used, calls, bytes; absent for a
+    /// unit whose skill does not read the repository.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_loop: Option<crate::engine::ToolLoop>,
 }
 
 fn is_zero(n: &usize) -> bool {

@@ -322,6 +322,13 @@ fn footer(out: &mut String, r: &Report) {
             s.findings_cut
         );
     }
+    if let Some(t) = s
+        .tool_loops
+        .as_ref()
+        .filter(|t| t.tool_calls > 0 || t.shed_for_budget > 0)
+    {
+        let _ = writeln!(out, "{}", t.line());
+    }
     let outcome = match r.outcome {
         ReviewOutcome::Complete => style(r.outcome.label()).green().bold(),
         ReviewOutcome::Partial => style(r.outcome.label()).yellow().bold(),

@@ -33,6 +33,9 @@ pub struct SimulateInput {
     pub profiles: BTreeMap<String, Profile>,
     /// Seeds per policy.
     pub runs: usize,
+    /// The tools of skills that read the repository (their loops are played too: each
+    /// turn under its route's profile); None: every unit is one request.
+    pub tools: Option<Arc<crate::tools::Toolbox>>,
 }
 
 /// The prediction: for each routing policy, figures over the runs.
@@ -66,6 +69,12 @@ pub struct Variant {
     pub backpressure_median: f64,
     /// Cost in USD (from the routes' prices), median.
     pub cost_usd_median: f64,
+    /// Tool calls the loops made (DESIGN.md §14), median.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool_calls_median: Option<f64>,
+    /// Units whose tool turns the depth rule shed for lack of budget, median.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shed_for_budget_median: Option<f64>,
 }
 
 /// The profile of each route: flags first, then the trace, then a sim route's own.
@@ -133,6 +142,8 @@ struct RunFigures {
     attempts: usize,
     backpressure: usize,
     cost: f64,
+    /// Tool calls and units shed, when some unit looped.
+    loops: Option<(usize, usize)>,
 }
 
 /// A runtime on a paused clock: simulated time passes only while every task waits.
@@ -154,6 +165,20 @@ fn runs_of(
     (0..input.runs.max(1))
         .map(|k| rt.block_on(one_run(input, routes, routing, k as u64)))
         .collect()
+}
+
+/// The tools a simulation answers loops with: the review's own, over `head` (nothing
+/// leaves the machine, so nothing is redacted); None when loops are off or the tree
+/// cannot be read.
+pub fn tools_for(
+    head: Option<&crate::tools::Head>,
+    settings: &Settings,
+) -> Option<Arc<crate::tools::Toolbox>> {
+    let head = head.filter(|_| settings.execution.tools != crate::config::ToolsMode::Off)?;
+    let bytes = settings.execution.tool_bounds.result_bytes;
+    crate::tools::Toolbox::open(head, &settings.tool_deny, bytes, Arc::new(str::to_string))
+        .ok()
+        .map(Arc::new)
 }
 
 /// Runs every policy `runs` times on a paused clock and summarises.
@@ -201,7 +226,12 @@ async fn one_run(
         routing,
         ..input.settings.execution
     };
-    let r = Engine::new(routes, exec, Sink::none())
+    let engine = Engine::new(routes, exec, Sink::none());
+    let engine = match &input.tools {
+        Some(tb) => engine.with_toolbox(tb.clone()),
+        None => engine,
+    };
+    let r = engine
         .run(input.units.clone(), CancellationToken::new())
         .await;
     RunFigures {
@@ -219,6 +249,16 @@ async fn one_run(
             .filter(|a| a.record.backpressure)
             .count(),
         cost: r.cost_usd,
+        loops: r.units.iter().any(|u| u.tool_loop.is_some()).then(|| {
+            let loops = r.units.iter().filter_map(|u| u.tool_loop.as_ref());
+            let (calls, shed) = loops.fold((0, 0), |(c, s), l| {
+                (
+                    c + l.tool_calls as usize,
+                    s + usize::from(l.shed_for_budget),
+                )
+            });
+            (calls, shed)
+        }),
     }
 }
 
@@ -234,6 +274,14 @@ fn summarise(routing: Routing, f: &[RunFigures]) -> Variant {
         attempts_median: col(&|x| x.attempts as f64),
         backpressure_median: col(&|x| x.backpressure as f64),
         cost_usd_median: col(&|x| x.cost),
+        tool_calls_median: f
+            .iter()
+            .any(|x| x.loops.is_some())
+            .then(|| col(&|x| x.loops.map_or(0.0, |l| l.0 as f64))),
+        shed_for_budget_median: f
+            .iter()
+            .any(|x| x.loops.is_some())
+            .then(|| col(&|x| x.loops.map_or(0.0, |l| l.1 as f64))),
     }
 }
 
@@ -278,6 +326,16 @@ pub fn render_text(p: &Prediction, budget: Duration) -> String {
             trim(v.attempts_median),
             format!("${:.4}", v.cost_usd_median)
         ));
+    }
+    for v in p.variants.iter() {
+        if let (Some(calls), Some(shed)) = (v.tool_calls_median, v.shed_for_budget_median) {
+            out.push_str(&format!(
+                "{}: tool loops made {} tool calls; {} units had tool turns shed for lack of budget\n",
+                v.routing,
+                trim(calls),
+                trim(shed)
+            ));
+        }
     }
     out
 }

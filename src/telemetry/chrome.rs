@@ -254,6 +254,23 @@ impl Layout {
                     json!({"outcome": outcome.as_str(), "reviewed": reviewed}),
                 ));
             }
+            Event::ToolCalled {
+                unit,
+                turn,
+                tool,
+                bytes,
+                error,
+                repeat,
+                duration,
+            } => self.out.push(slice(
+                format!("{tool} (turn {turn})"),
+                "tool",
+                ts.saturating_sub(*duration),
+                ts,
+                UNITS_PID,
+                *unit as u64 + 1,
+                json!({"tool": tool, "turn": turn, "bytes": bytes, "error": error, "repeat": repeat}),
+            )),
             Event::Tick { .. } => {}
         }
     }

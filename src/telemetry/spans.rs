@@ -67,6 +67,11 @@ impl Spans {
                     record_attempt(&span, record);
                 }
             }
+            Event::ToolCalled { unit, .. } => {
+                if let Some((parent, _)) = open.units.get(unit) {
+                    tool_span(parent, e);
+                }
+            }
             Event::UnitFinished { unit, result } => {
                 if let Some((span, _)) = open.units.remove(unit) {
                     record_unit(&span, result);
@@ -225,6 +230,35 @@ fn unit_span(review: &Span, index: usize, info: &UnitInfo) -> Span {
         warden.findings = Empty,
         warden.status_reason = Empty,
     )
+}
+
+/// One tool call of a unit's loop (DESIGN.md §14): the GenAI conventions' `execute_tool`
+/// span, closed at once (the call already ran; its duration is recorded).
+fn tool_span(unit: &Span, e: &Event) {
+    let Event::ToolCalled {
+        turn,
+        tool,
+        bytes,
+        error,
+        repeat,
+        duration,
+        ..
+    } = e
+    else {
+        return;
+    };
+    let _span = tracing::info_span!(
+        parent: unit,
+        "warden.tool",
+        otel.name = %format!("execute_tool {tool}"),
+        gen_ai.operation.name = "execute_tool",
+        gen_ai.tool.name = %tool,
+        warden.turn = i64::from(*turn),
+        warden.bytes = *bytes as i64,
+        warden.duration_ms = ms(*duration),
+        warden.tool_error = *error,
+        warden.repeat = *repeat,
+    );
 }
 
 fn attempt_span(unit: &Span, e: &Event) -> Span {

@@ -11,12 +11,14 @@
 
 mod git_source;
 mod guard;
+mod plan;
 mod read;
 mod search;
 mod source;
 #[cfg(test)]
 mod tests;
 
+pub use plan::{LoopPlan, loop_for, refused_tools};
 use serde_json::{Value, json};
 use source::TreeSource;
 use std::path::Path;
@@ -114,6 +116,35 @@ impl Tool {
             description,
             parameters,
         }
+    }
+}
+
+/// `submit_findings`: the call that ends a loop, its arguments the findings object of
+/// DESIGN.md §9 (the engine reads them as the answer).
+pub fn submit_findings() -> ToolDef {
+    let finding = json!({
+        "type": "object",
+        "properties": {
+            "severity": {"type": "string", "enum": ["critical", "high", "medium", "low", "info"]},
+            "confidence": {"type": "string", "enum": ["high", "medium", "low"]},
+            "title": {"type": "string"},
+            "description": {"type": "string"},
+            "line": {"type": "integer", "description": "new-file line number inside the lines under review"},
+            "endLine": {"type": ["integer", "null"]},
+            "suggestion": {"type": ["string", "null"]},
+            "replacement": {"type": ["string", "null"]}
+        },
+        "required": ["severity", "confidence", "title", "description", "line"]
+    });
+    ToolDef {
+        name: "submit_findings",
+        description: "Submit your review: the findings of the answer contract ({\"findings\": []} when there is nothing to report). This ends the review: call it once, when you are done reading.",
+        parameters: json!({
+            "type": "object",
+            "properties": {"findings": {"type": "array", "items": finding}},
+            "required": ["findings"],
+            "additionalProperties": false
+        }),
     }
 }
 

@@ -25,7 +25,7 @@ impl Setup {
         Setup::with_repo(repo_with_changed_files(files))
     }
 
-    fn with_repo(repo: Repo) -> Setup {
+    pub(crate) fn with_repo(repo: Repo) -> Setup {
         let s = Setup {
             repo,
             fake: FakeProvider::start(),

@@ -480,6 +480,7 @@ impl warden::engine::Answerer for EvenUnits {
             dropped_findings: 0,
             findings_cut: 0,
             from_cache: None,
+            tool_loop: None,
         })
     }
 }

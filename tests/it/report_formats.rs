@@ -138,6 +138,7 @@ fn result(plan: &Plan, index: usize) -> UnitResult {
         dropped_findings: 0,
         findings_cut: 0,
         from_cache: None,
+        tool_loop: None,
     };
     match (unit.path.to_string().as_str(), unit.skill.as_str()) {
         ("app/users.py", _) => {

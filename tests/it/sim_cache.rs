@@ -10,7 +10,13 @@ use std::path::Path;
 /// JSON report, stderr.
 fn sim_review(dir: &Path, profile: &str) -> (i32, Value, String) {
     let out = warden()
-        .args(["review", &format!("--sim={profile}"), "--json", "-v", "--diff"])
+        .args([
+            "review",
+            &format!("--sim={profile}"),
+            "--json",
+            "-v",
+            "--diff",
+        ])
         .arg(fixture("demo.diff"))
         .env("WARDEN_CACHE_DIR", dir)
         .output()

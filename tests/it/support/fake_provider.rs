@@ -7,6 +7,8 @@
 #![allow(dead_code)]
 
 // Child modules by path, so that the benches that include this file get them too.
+#[path = "fake_agent.rs"]
+pub mod fake_agent;
 #[path = "fake_tools.rs"]
 pub mod fake_tools;
 
@@ -92,6 +94,9 @@ pub enum Behavior {
     /// A 200 answer with this text that the provider says was cut by the token cap
     /// (OpenAI `finish_reason: "length"`, Anthropic `stop_reason: "max_tokens"`).
     Cut(String),
+    /// Answer as a small agent in a tool loop, from what the request holds (see
+    /// `fake_agent.rs`): read the file under review, then submit.
+    Agent,
 }
 
 impl Behavior {
@@ -500,9 +505,13 @@ async fn handle(
     };
     let responder = state.lock().unwrap().responder.clone();
     let behavior = if served {
-        responder
+        let b = responder
             .and_then(|f| f(&body))
-            .unwrap_or_else(|| next_behavior(&state, &model))
+            .unwrap_or_else(|| next_behavior(&state, &model));
+        match b {
+            Behavior::Agent => fake_agent::respond(&body, anthropic),
+            b => b,
+        }
     } else {
         let body = json!({"error": {"message": "Rate limit reached for requests", "type": "requests", "code": "rate_limit_exceeded"}});
         Behavior::Status {
@@ -635,6 +644,11 @@ impl Wire {
                 let _ = wr.write_all(body.as_bytes()).await;
             }
             Behavior::Answer(text) => self.answer(wr, text, None).await,
+            // Resolved against the request in `handle`; unresolved, an empty review.
+            Behavior::Agent => {
+                let text = findings_answer(json!([]));
+                self.answer(wr, &text, None).await
+            }
             Behavior::ToolCalls(calls) => {
                 let body = if self.stream {
                     fake_tools::stream(self.anthropic, &self.model, calls)

@@ -3,6 +3,7 @@
 
 #![allow(dead_code)]
 
+pub mod agent;
 pub mod fake_provider;
 pub use fake_provider::fake_tools;
 pub mod litellm;

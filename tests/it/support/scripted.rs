@@ -240,6 +240,7 @@ pub fn units(n: usize) -> Vec<UnitWork> {
                 priority: 40,
             },
             routes: vec![],
+            tools: None,
         })
         .collect()
 }

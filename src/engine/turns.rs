@@ -1,0 +1,470 @@
+//! A unit's tool loop (DESIGN.md §14, "Skills that read the repository"). Each turn is
+//! one request: `unit.rs` makes it as it makes any attempt (route, permit, breaker,
+//! limits, pacing, cost, the nested clocks), so breakers, bulkheads, adaptive limits
+//! and the fleet see turns as attempts, the one retry owner retries the failed turn (not
+//! the unit), and a bounced turn waits with its transcript. This file keeps what the
+//! turns share: the transcript (protocol-neutral, so failover carries it to a route of
+//! either protocol), the bounds (turns, calls, bytes), the repeat guard, and the depth
+//! rule that sheds tool turns before coverage (§4.9).
+
+use super::Shared;
+use super::events::{Event, UnitInfo};
+use super::outcome::UnitResult;
+use super::outcome::UnitStatus;
+use super::retry::Stop;
+use super::unit::UnitRun;
+use crate::config::ToolBounds;
+use crate::provider::{
+    Conversation, SUBMIT_FINDINGS, ToolCall, ToolChoice, ToolResult, ToolSpec, Turn,
+};
+use crate::tools::{LoopPlan, Tool, ToolAnswer, Toolbox};
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::time::Instant;
+
+/// Consecutive repeats of one call after which the next turn is the final one: a model
+/// calling the same tool for ever is stopped well within the caps.
+const MAX_REPEATS: u32 = 3;
+
+/// One tool call as the unit's result keeps it: the result cache replays these on a new
+/// head and compares the hashes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CallLog {
+    /// The tool's name.
+    pub tool: String,
+    /// The arguments as the model sent them.
+    pub arguments: String,
+    /// SHA-256 of the result the model read.
+    pub hash: String,
+}
+
+/// A unit's loop, as reports show it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ToolLoop {
+    /// Turns the unit could use: its cap, lowered when the budget shed its tool turns.
+    pub turns_allowed: u32,
+    /// Requests that were answered (turns reached).
+    pub turns_used: u32,
+    /// Tool calls made (repeats answered from memory included).
+    pub tool_calls: u32,
+    /// Calls per tool.
+    pub calls_by_tool: BTreeMap<String, u32>,
+    /// Bytes of every tool result the model read.
+    pub tool_bytes: u64,
+    /// Identical calls answered from memory.
+    pub repeated_calls: u32,
+    /// Its tool turns were shed for lack of budget (a single-shot review, or cut short).
+    pub shed_for_budget: bool,
+    /// The route changed during the loop after this many turns (failover carried the
+    /// transcript).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub moved_after_turn: Option<u32>,
+    /// Every call answered by a tool (not repeats), in order.
+    #[serde(skip)]
+    pub calls: Vec<CallLog>,
+}
+
+/// The loop of one unit in flight.
+pub(super) struct LoopState {
+    specs: Arc<Vec<ToolSpec>>,
+    offered: Vec<Tool>,
+    bounds: ToolBounds,
+    turns: Vec<Turn>,
+    /// Results given so far, by (tool, arguments as canonical JSON).
+    memory: HashMap<(String, String), ToolAnswer>,
+    /// The same call in a row, for the repeat guard.
+    last_call: Option<(String, String)>,
+    repeats_in_a_row: u32,
+    /// Characters of the transcript (for the cost estimate of the next turn).
+    chars: usize,
+    /// The next request is the final one (tools off, submit forced).
+    final_turn: bool,
+    pub(super) figures: ToolLoop,
+}
+
+impl LoopState {
+    /// A loop for `plan` under `bounds`.
+    pub(super) fn new(plan: &LoopPlan, bounds: ToolBounds) -> Self {
+        LoopState {
+            specs: Arc::new(specs(&plan.tools)),
+            offered: plan.tools.clone(),
+            bounds,
+            turns: Vec::new(),
+            memory: HashMap::new(),
+            last_call: None,
+            repeats_in_a_row: 0,
+            chars: 0,
+            final_turn: false,
+            figures: ToolLoop {
+                turns_allowed: plan.max_turns.max(1),
+                ..ToolLoop::default()
+            },
+        }
+    }
+
+    /// The conversation of the next request. None while the loop is a single shot (one
+    /// turn allowed, none made): exactly the request of a review without tools.
+    pub(super) fn conversation(&self) -> Option<Conversation> {
+        if self.single_shot() {
+            return None;
+        }
+        let choice = if self.final_turn {
+            ToolChoice::Force(SUBMIT_FINDINGS.to_string())
+        } else {
+            ToolChoice::Auto
+        };
+        Some(Conversation {
+            tools: (*self.specs).clone(),
+            choice,
+            turns: self.turns.clone(),
+        })
+    }
+
+    /// Characters the transcript adds to the prompt.
+    pub(super) fn chars(&self) -> usize {
+        self.chars
+    }
+
+    /// Decides, before a request, whether it is the final turn: the last turn allowed,
+    /// the calls or bytes spent, a model repeating itself, less than one request deadline
+    /// left in the unit's or the review's budget, or the budget's share for this unit
+    /// (the depth rule) too small for another tool turn and the final one.
+    pub(super) fn before_request(&mut self, sh: &Shared, hunk_end: Instant, now: Instant) {
+        if self.final_turn || self.single_shot() {
+            return;
+        }
+        let used = self.figures.turns_used;
+        let spent = self.figures.tool_calls >= self.bounds.max_tool_calls
+            || self.figures.tool_bytes >= self.bounds.unit_bytes as u64
+            || self.repeats_in_a_row >= MAX_REPEATS;
+        // A tool turn starts only when it and the final turn both fit at the request
+        // deadline.
+        let left = hunk_end
+            .min(sh.review_deadline)
+            .saturating_duration_since(now);
+        let short = left < sh.exec.request_timeout.saturating_mul(2);
+        let last = used + 1 >= self.figures.turns_allowed;
+        // Checked only when nothing else ends the tool turns (it reads shared figures).
+        let shed = !(last || spent || short || sh.depth.affords_tool_turn());
+        if !(last || spent || short || shed) {
+            return;
+        }
+        // Less time than two turns need, or a share too small: turns shed for budget.
+        self.figures.shed_for_budget |= shed || (short && !last && !spent);
+        if used == 0 {
+            // Nothing gathered yet: the request without tools, a single-shot review.
+            self.figures.turns_allowed = 1;
+        } else {
+            self.final_turn = true;
+            self.figures.turns_allowed = used + 1;
+        }
+    }
+
+    /// One turn allowed and none made: the loop is a plain request.
+    fn single_shot(&self) -> bool {
+        self.turns.is_empty() && self.figures.turns_allowed <= 1
+    }
+
+    /// After an answered turn of calls: answers each call (from memory when it repeats
+    /// one), adds the turn and its results to the transcript. A model that calls tools on
+    /// its final turn has not answered: the loop ends, cut, never clean.
+    pub(super) async fn answer(
+        &mut self,
+        sh: &Shared<'_>,
+        unit: usize,
+        toolbox: &Arc<Toolbox>,
+        text: String,
+        calls: Vec<ToolCall>,
+    ) -> Result<(), Stop> {
+        if calls.is_empty() {
+            return Err(self.cut("the answer held neither findings nor tool calls"));
+        }
+        if self.final_turn {
+            return Err(
+                self.cut("the model called tools on its final turn instead of submitting findings")
+            );
+        }
+        let mut results = Vec::with_capacity(calls.len());
+        for call in &calls {
+            let answer = self.one_call(sh, unit, toolbox, call).await;
+            self.chars += answer.content.chars().count() + call.arguments.chars().count();
+            results.push(ToolResult {
+                call_id: call.id.clone(),
+                name: call.name.clone(),
+                content: answer.content,
+                is_error: answer.is_error,
+            });
+        }
+        self.chars += text.chars().count();
+        self.turns.push(Turn::Assistant { text, calls });
+        self.turns.push(Turn::Results(results));
+        Ok(())
+    }
+
+    /// Answers one call within the caps, and says so on the event stream.
+    async fn one_call(
+        &mut self,
+        sh: &Shared<'_>,
+        unit: usize,
+        toolbox: &Arc<Toolbox>,
+        call: &ToolCall,
+    ) -> ToolAnswer {
+        let started = Instant::now();
+        let key = (call.name.clone(), canonical(&call.arguments));
+        let over_calls = self.figures.tool_calls >= self.bounds.max_tool_calls;
+        self.figures.tool_calls += 1;
+        *self
+            .figures
+            .calls_by_tool
+            .entry(call.name.clone())
+            .or_default() += 1;
+        let repeat = self.memory.get(&key).cloned();
+        if self.last_call.as_ref() == Some(&key) {
+            self.repeats_in_a_row += 1;
+        } else {
+            self.repeats_in_a_row = 0;
+        }
+        self.last_call = Some(key.clone());
+        let mut repeated = false;
+        let answer = if over_calls {
+            refusal(format!(
+                "the unit's tool call cap ({}) is reached: call submit_findings with your findings now",
+                self.bounds.max_tool_calls
+            ))
+        } else if let Some(mut again) = repeat {
+            self.figures.repeated_calls += 1;
+            repeated = true;
+            again.content = format!(
+                "(the same call as before; the same result, answered from memory: do not repeat calls)\n{}",
+                again.content
+            );
+            again
+        } else if !self.offers(&call.name) {
+            refusal(format!(
+                "`{}` is not one of the tools offered to this skill",
+                crate::text::escape::inline(&call.name.chars().take(64).collect::<String>())
+            ))
+        } else if self.figures.tool_bytes >= self.bounds.unit_bytes as u64 {
+            refusal(format!(
+                "the unit's tool result budget ({} bytes) is spent: call submit_findings with your findings now",
+                self.bounds.unit_bytes
+            ))
+        } else {
+            let answer = run_tool(toolbox, call).await;
+            self.figures.calls.push(CallLog {
+                tool: call.name.clone(),
+                arguments: call.arguments.clone(),
+                hash: answer.hash.clone(),
+            });
+            self.memory.insert(key, answer.clone());
+            answer
+        };
+        let answer = self.within_unit_bytes(answer);
+        self.figures.tool_bytes += answer.bytes() as u64;
+        sh.sink.emit(Event::ToolCalled {
+            unit,
+            turn: self.figures.turns_used,
+            tool: call.name.clone(),
+            bytes: answer.bytes() as u64,
+            error: answer.is_error,
+            repeat: repeated,
+            duration: started.elapsed(),
+        });
+        answer
+    }
+
+    /// The answer, cut so the unit's results stay within `toolBytesPerUnit`.
+    fn within_unit_bytes(&self, mut answer: ToolAnswer) -> ToolAnswer {
+        let room = (self.bounds.unit_bytes as u64).saturating_sub(self.figures.tool_bytes) as usize;
+        if answer.content.len() > room {
+            let mut end = room.saturating_sub(120);
+            while !answer.content.is_char_boundary(end) {
+                end -= 1;
+            }
+            answer.content.truncate(end);
+            answer
+                .content
+                .push_str("\n[cut: the unit's tool result budget is spent; submit your findings]");
+        }
+        answer
+    }
+
+    /// A turn was answered (tool calls or findings).
+    pub(super) fn answered(&mut self) {
+        self.figures.turns_used += 1;
+    }
+
+    /// The unit moved to another route: the transcript goes with it.
+    pub(super) fn moved(&mut self) {
+        if self.figures.turns_used > 0 && self.figures.moved_after_turn.is_none() {
+            self.figures.moved_after_turn = Some(self.figures.turns_used);
+        }
+    }
+
+    /// The loop's figures into the unit's result; a unit that ended without an answer
+    /// says which turn its loop reached.
+    pub(super) fn close(self, result: &mut UnitResult) {
+        let f = &self.figures;
+        if result.status != UnitStatus::Reviewed
+            && f.turns_used > 0
+            && !result.reason.contains("tool loop")
+        {
+            result.reason = format!(
+                "{} (tool loop cut during turn {} of {}, after {} tool call{})",
+                result.reason,
+                f.turns_used + 1,
+                f.turns_allowed,
+                f.tool_calls,
+                if f.tool_calls == 1 { "" } else { "s" }
+            );
+        }
+        result.tool_loop = Some(self.figures);
+    }
+
+    fn offers(&self, name: &str) -> bool {
+        Tool::from_name(name).is_some_and(|t| self.offered.contains(&t))
+    }
+
+    /// The loop ended without its own answer: never a clean review.
+    pub(super) fn cut(&self, why: &str) -> Stop {
+        Stop::new(
+            UnitStatus::Failed,
+            format!(
+                "{why} (tool loop cut at turn {} of {}, after {} tool call{})",
+                self.figures.turns_used,
+                self.figures.turns_allowed,
+                self.figures.tool_calls,
+                if self.figures.tool_calls == 1 {
+                    ""
+                } else {
+                    "s"
+                }
+            ),
+        )
+    }
+}
+
+/// The loop of a unit whose skill reads the repository, when the engine has tools.
+pub(super) fn start(sh: &Shared, work: &UnitInfo) -> Option<LoopState> {
+    sh.engine.toolbox.as_ref()?;
+    work.tools
+        .as_ref()
+        .map(|p| LoopState::new(p, sh.exec.tool_bounds))
+}
+
+/// After an `ok` turn without findings: its calls are answered and the next turn
+/// follows. The next attempt is a new turn, not a retry: `maxAttempts` counts again.
+pub(super) async fn next_turn(sh: &Shared<'_>, u: &mut UnitRun<'_>) -> Result<(), Stop> {
+    let (text, calls) = u.answered.take().unwrap_or_default();
+    let unit = u.index();
+    let (Some(l), Some(tb)) = (u.looping.as_mut(), sh.engine.toolbox.as_ref()) else {
+        return Err(Stop::new(
+            UnitStatus::Failed,
+            "the model answered with tool calls and no findings, and this unit has no tool loop",
+        ));
+    };
+    l.answer(sh, unit, tb, text, calls).await?;
+    u.turn_from = u.result.attempts.len();
+    u.last = None;
+    Ok(())
+}
+
+/// The tool definitions of a loop: the tools offered, then `submit_findings`.
+fn specs(tools: &[Tool]) -> Vec<ToolSpec> {
+    tools
+        .iter()
+        .map(|t| t.definition())
+        .chain([crate::tools::submit_findings()])
+        .map(|d| ToolSpec {
+            name: d.name.to_string(),
+            description: d.description.to_string(),
+            parameters: d.parameters,
+        })
+        .collect()
+}
+
+/// Runs the tool off the async workers (a grep reads files); a tool that panicked is an
+/// error answer, not a crash.
+async fn run_tool(toolbox: &Arc<Toolbox>, call: &ToolCall) -> ToolAnswer {
+    let tb = toolbox.clone();
+    let (name, args) = (call.name.clone(), call.arguments.clone());
+    match tokio::task::spawn_blocking(move || tb.call(&name, &args)).await {
+        Ok(answer) => answer,
+        Err(_) => refusal("the tool failed inside warden; try another call".into()),
+    }
+}
+
+fn refusal(content: String) -> ToolAnswer {
+    ToolAnswer::error(content)
+}
+
+/// Arguments as canonical JSON (keys sorted, no spaces), so `{"a":1, "b":2}` and
+/// `{"b": 2, "a": 1}` are one call; text that is not JSON stays as it is.
+fn canonical(arguments: &str) -> String {
+    serde_json::from_str::<serde_json::Value>(arguments)
+        .map(|v| v.to_string())
+        .unwrap_or_else(|_| arguments.to_string())
+}
+
+/// The depth rule (§14 with §4.9): tool turns are optional work. A unit may take another
+/// tool turn only when its share of the slot time left (slot time ÷ units not finished)
+/// covers that turn and the final one at the observed turn latency; units that finish
+/// early leave their share to the rest. Before any turn was observed, a unit may try.
+#[derive(Debug)]
+pub(super) struct Depth {
+    /// Permits of every route: slots per second of budget.
+    slots: u32,
+    review_deadline: Instant,
+    units_open: std::sync::atomic::AtomicUsize,
+    /// Answered turns: count and total milliseconds.
+    observed: std::sync::Mutex<(u64, u64)>,
+}
+
+impl Depth {
+    pub(super) fn new(slots: usize, units: usize, review_deadline: Instant) -> Self {
+        Depth {
+            slots: slots.max(1) as u32,
+            review_deadline,
+            units_open: units.into(),
+            observed: Default::default(),
+        }
+    }
+
+    /// A unit ended (its share goes to the others).
+    pub(super) fn unit_finished(&self) {
+        let _ = self.units_open.fetch_update(
+            std::sync::atomic::Ordering::SeqCst,
+            std::sync::atomic::Ordering::SeqCst,
+            |n| Some(n.saturating_sub(1)),
+        );
+    }
+
+    /// An answered request took `d`.
+    pub(super) fn observe(&self, d: Duration) {
+        let mut o = self.observed.lock().expect("depth lock");
+        o.0 += 1;
+        o.1 += d.as_millis() as u64;
+    }
+
+    /// Whether a unit's share of what is left covers two more turns.
+    pub(super) fn affords_tool_turn(&self) -> bool {
+        let (n, total_ms) = *self.observed.lock().expect("depth lock");
+        if n == 0 {
+            return true;
+        }
+        let turn = Duration::from_millis(total_ms / n);
+        let left = self
+            .review_deadline
+            .saturating_duration_since(Instant::now());
+        let open = self
+            .units_open
+            .load(std::sync::atomic::Ordering::SeqCst)
+            .max(1) as u32;
+        let share = left.saturating_mul(self.slots) / open;
+        share >= turn.saturating_mul(2)
+    }
+}

@@ -1,0 +1,132 @@
+//! Skills that read the repository, end to end (DESIGN.md §14): the real binary on real
+//! repositories against the fake provider playing a small agent (it reads the file under
+//! review, then submits). Requests are counted and read at the fake.
+
+use crate::cache::{Setup, sources};
+use crate::support::fake_provider::Behavior;
+use crate::support::*;
+use serde_json::Value;
+
+fn unit<'a>(v: &'a Value, path: &str, start: u64) -> &'a Value {
+    v["units"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|u| {
+            u["path"] == path
+                && u["startLine"].as_u64().unwrap() <= start
+                && start <= u["endLine"].as_u64().unwrap()
+        })
+        .unwrap_or_else(|| panic!("no unit of {path} at {start}: {v}"))
+}
+
+#[test]
+fn a_loop_reads_the_tree_and_its_cached_answer_holds_only_while_what_it_read_does() {
+    let s = Setup::with_repo(repo_with_grown_files(2, "f", 120));
+    s.config("[defaults]\nignorePaths = [\"docs/**\"]\n");
+    s.fake.default_behavior(Behavior::Agent);
+    s.repo.write("docs/notes.md", "notes\n");
+    let (_, first, _, asked) = s.json(&[]);
+    assert_eq!(asked, 4, "two units, each a read and a submit: {first}");
+    let reads: Vec<String> = s
+        .fake
+        .requests()
+        .iter()
+        .filter_map(|r| {
+            let m = r.body["messages"].as_array()?;
+            m.iter()
+                .find(|m| m["role"] == "tool")
+                .map(|m| m["content"].to_string())
+        })
+        .collect();
+    assert_eq!(reads.len(), 2);
+    assert!(
+        reads.iter().any(|c| c.contains("f0_120 = compute(120)")),
+        "{reads:?}"
+    );
+    let l = &unit(&first, "src/f0.rs", 121)["toolLoop"];
+    assert_eq!(
+        (l["turnsUsed"].as_u64(), l["toolCalls"].as_u64()),
+        (Some(2), Some(1)),
+        "{l}"
+    );
+    assert_eq!(first["summary"]["toolLoops"]["callsByTool"]["read_file"], 2);
+
+    // A push touching only a file no unit read: nothing is asked again.
+    s.repo.write("docs/notes.md", "other notes\n");
+    let (_, second, _, asked) = s.json(&[]);
+    assert_eq!(asked, 0, "{second}");
+    assert_eq!(sources(&second), ["cache", "cache"]);
+
+    // A push changing the top of f0.rs, far above its reviewed chunk: the chunk is the
+    // same, but the file its loop read is not, so that unit is asked again (and the new
+    // hunk at the top); f1's unit still comes from the cache.
+    let mut text = source_lines(122, "f0");
+    text = text.replacen("f0_1 = compute(1)", "f0_1 = compute(-1)", 1);
+    s.repo.write("src/f0.rs", &text);
+    let (_, third, _, asked) = s.json(&[]);
+    assert_eq!(unit(&third, "src/f1.rs", 121)["source"], "cache", "{third}");
+    assert_eq!(unit(&third, "src/f0.rs", 121)["source"], "model", "{third}");
+    assert_eq!(
+        asked, 4,
+        "f0's two units, a read and a submit each: {third}"
+    );
+}
+
+#[test]
+fn failover_mid_loop_carries_the_tool_results_across_protocols() {
+    let s = Setup::with_repo(repo_with_grown_files(1, "f", 40));
+    // The OpenAI route reads, then fails twice; the Anthropic route finishes the loop.
+    s.fake.script(
+        "primary",
+        vec![
+            Behavior::Agent,
+            Behavior::status(500),
+            Behavior::status(500),
+        ],
+    );
+    s.fake.script("fallback", vec![Behavior::Agent]);
+    let (_, v, _, _) = s.json(&[]);
+    let u = &v["units"][0];
+    assert_eq!(u["status"], "reviewed", "{v}");
+    assert_eq!(u["route"], "fallback", "{v}");
+    assert_eq!(u["toolLoop"]["movedAfterTurn"], 1, "{u}");
+    let sent = s.fake.requests_for("fallback");
+    let body = &sent[0].body;
+    // The transcript in Anthropic's shape: the assistant's tool_use, then its tool_result
+    // holding what the OpenAI route's call read.
+    let messages = body["messages"].as_array().unwrap();
+    let used = messages.iter().any(|m| {
+        m["role"] == "assistant"
+            && m["content"].as_array().is_some_and(|c| {
+                c.iter()
+                    .any(|b| b["type"] == "tool_use" && b["name"] == "read_file")
+            })
+    });
+    let result = messages
+        .iter()
+        .filter_map(|m| m["content"].as_array())
+        .flatten()
+        .find(|b| b["type"] == "tool_result")
+        .unwrap_or_else(|| panic!("no tool_result in {body}"));
+    assert!(used, "{body}");
+    assert!(
+        result.to_string().contains("f0_40 = compute(40)"),
+        "{result}"
+    );
+}
+
+#[test]
+fn no_tools_reviews_every_unit_in_one_request_without_tools() {
+    let s = Setup::new(2);
+    s.fake.default_behavior(Behavior::Agent);
+    let (_, v, _, asked) = s.json(&["--no-tools"]);
+    assert_eq!(asked, 2, "{v}");
+    assert!(
+        s.fake
+            .requests()
+            .iter()
+            .all(|r| r.body.get("tools").is_none())
+    );
+    assert!(v["summary"].get("toolLoops").is_none(), "{v}");
+}
