@@ -370,7 +370,8 @@ fn failures_are_never_cached() {
     s.fake.script("primary", vec![Behavior::status(400)]);
     s.fake.script("fallback", vec![Behavior::status(400)]);
     let (code, v, _, _) = s.json(&[]);
-    assert_eq!(code, 3);
+    // A 400 on every route is a setup error: nothing reviewed, exit 2 (not 3, weather).
+    assert_eq!(code, 2);
     assert_eq!(v["summary"]["reviewed"], 0);
     s.fake.script("primary", vec![high_at(11, "Found later")]);
     let (code, v, _, asked) = s.json(&[]);
