@@ -103,7 +103,8 @@ fn repository_names_never_start_a_command_line_in_any_output() {
     );
     // The text report's NOT REVIEWED list names each file at the start of a line.
     let (code, stdout, stderr, files, summary) = review_everything(&r, &[]);
-    assert_eq!(code, 3, "{stdout}\n{stderr}");
+    // Every unit failed on a 400 (a setup error on every route): exit 2.
+    assert_eq!(code, 2, "{stdout}\n{stderr}");
     assert!(stdout.contains("NOT REVIEWED"), "{stdout}");
     assert!(stdout.contains("owned.py"), "the file is named: {stdout}");
     assert_eq!(command_lines(&stdout), Vec::<&str>::new(), "{stdout}");
@@ -288,9 +289,10 @@ fn a_closed_stdout_or_stderr_never_panics_and_loses_no_report() {
         &[route_cfg("m", "openai", fake.base_url(), false)],
     );
     let dir = tempfile::tempdir().unwrap();
-    // The review's own code with every stream open: every unit failed (400), exit 3.
+    // The review's own code with every stream open: every unit failed (400, a setup
+    // error on every route), exit 2.
     let (open_code, _, open_err, _) = r.json(&["-v"]);
-    assert_eq!(open_code, 3, "{open_err}");
+    assert_eq!(open_code, 2, "{open_err}");
     assert!(open_err.lines().count() > 2, "progress to lose: {open_err}");
     for (stdout, stderr) in [(false, true), (true, false), (true, true)] {
         let side = dir.path().join(format!("side-{stdout}-{stderr}.json"));
