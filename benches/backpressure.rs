@@ -35,6 +35,10 @@ fn route(base: String, cap: usize) -> Route {
         fleet_max_concurrency: None,
         auto_concurrency: cap == 16,
         max_findings_per_answer: 100,
+        reasoning_effort: None,
+        params: Default::default(),
+        structured_output: Default::default(),
+        context_window: None,
     }
 }
 

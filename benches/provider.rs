@@ -60,6 +60,10 @@ fn main() {
                 fleet_max_concurrency: None,
                 auto_concurrency: false,
                 max_findings_per_answer: 100,
+                reasoning_effort: None,
+                params: Default::default(),
+                structured_output: Default::default(),
+                context_window: None,
             };
             let provider = HttpProvider::new(&route, None, Duration::from_secs(2));
             let rt = tokio::runtime::Builder::new_current_thread()

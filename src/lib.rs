@@ -18,6 +18,7 @@ pub mod engine;
 pub mod error;
 pub mod eval;
 pub mod findings;
+pub mod findings_schema;
 pub mod fleet;
 #[doc(hidden)]
 pub mod fuzzing;

@@ -63,9 +63,23 @@ struct Material<'a> {
     base_url: Option<&'a str>,
     model: &'a str,
     max_tokens: u32,
+    /// `reasoningEffort`, `params`, `structuredOutput = "off"`: what else changes the
+    /// answer (absent when at their defaults, so earlier keys stay valid).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    wire: Option<String>,
     path: &'a str,
     header: &'a str,
     chunk: String,
+}
+
+/// The route's request options beyond the model, when any is set.
+fn wire(route: &Route) -> Option<String> {
+    let off = route.structured_output == crate::config::StructuredOutput::Off;
+    if route.reasoning_effort.is_none() && route.params.is_empty() && !off {
+        return None;
+    }
+    let v = serde_json::json!({"effort": route.reasoning_effort, "params": route.params, "structuredOff": off});
+    Some(v.to_string())
 }
 
 /// The key of `unit` answered by `route`.
@@ -80,6 +94,7 @@ pub fn key(unit: &UnitMaterial, route: &Route) -> Key {
         base_url: route.base_url.as_deref().map(|u| u.trim_end_matches('/')),
         model: &route.model,
         max_tokens: route.max_tokens,
+        wire: wire(route),
         path: unit.path,
         header: unit.header,
         chunk: relative_chunk(unit.chunk),
@@ -196,6 +211,16 @@ mod tests {
         assert_ne!(base, key(&unit(&c, "sys2", "a.rs"), &r), "skill text");
         assert_ne!(base, key(&unit(&c, "sys", "b.rs"), &r), "path");
         assert_ne!(base, key(&unit(&c, "sys", "a.rs"), &route("m2")), "model");
+        let mut effort = route("m");
+        effort.reasoning_effort = Some("high".into());
+        assert_ne!(
+            base,
+            key(&unit(&c, "sys", "a.rs"), &effort),
+            "reasoningEffort"
+        );
+        let mut params = route("m");
+        params.params.insert("top_p".into(), serde_json::json!(0.5));
+        assert_ne!(base, key(&unit(&c, "sys", "a.rs"), &params), "params");
         let mut tokens = route("m");
         tokens.max_tokens += 1;
         assert_ne!(base, key(&unit(&c, "sys", "a.rs"), &tokens), "maxTokens");

@@ -9,6 +9,7 @@ mod policy;
 mod raw;
 mod resolve;
 mod route_settings;
+mod route_wire;
 mod routes;
 mod settings;
 mod skills;
@@ -368,7 +369,8 @@ maxConcurrency = 2
             r.prices,
             Some(Prices {
                 input: 3.0,
-                output: 15.0
+                output: 15.0,
+                ..Prices::default()
             })
         );
         assert!(s.warnings.is_empty(), "{:?}", s.warnings);

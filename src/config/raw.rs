@@ -255,6 +255,18 @@ pub(crate) struct RawRoute {
     pub output_price: Option<S<f64>>,
     /// Attempts in flight across every warden process sharing `[fleet] redis`.
     pub fleet_max_concurrency: Option<S<u32>>,
+    /// USD per million input tokens read from the prompt cache.
+    pub cached_input_price: Option<S<f64>>,
+    /// USD per million input tokens written to the prompt cache.
+    pub cache_write_price: Option<S<f64>>,
+    /// OpenAI's `reasoning_effort` (OpenRouter: `reasoning.effort`).
+    pub reasoning_effort: Option<S<String>>,
+    /// A table merged into every request body.
+    pub params: Option<S<toml::Value>>,
+    /// `"auto"` or `"off"`.
+    pub structured_output: Option<S<String>>,
+    /// The model's context window, tokens.
+    pub context_window: Option<S<u32>>,
 }
 
 /// `[cache]`: the result cache (see `crate::cache`).

@@ -56,7 +56,31 @@ pub struct Route {
     /// `[execution] maxFindingsPerAnswer`: findings kept from one of its answers; the
     /// rest are counted as cut (DESIGN.md §13).
     pub max_findings_per_answer: usize,
+    /// `reasoningEffort`: OpenAI's `reasoning_effort` (OpenRouter: `reasoning.effort`).
+    pub reasoning_effort: Option<String>,
+    /// `params`: a table merged into every request body (the gateway escape hatch).
+    pub params: serde_json::Map<String, serde_json::Value>,
+    /// `structuredOutput`: findings through the provider's schema enforcement.
+    pub structured_output: StructuredOutput,
+    /// `contextWindow`: the model's window in tokens; a chunk whose prompt would not fit
+    /// is split before it is sent.
+    pub context_window: Option<u32>,
 }
+
+/// `structuredOutput` (DESIGN.md §14).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum StructuredOutput {
+    /// OpenAI `response_format` json_schema strict / Anthropic a forced `submit_findings`
+    /// tool; a provider that refuses it gets the text contract (the refused parameter is
+    /// dropped for the run), one that ignores it is read by the text contract.
+    #[default]
+    Auto,
+    /// The text contract only.
+    Off,
+}
+
+/// The values of `reasoningEffort` (OpenAI's, family-dependent).
+pub const REASONING_EFFORTS: &[&str] = &["none", "minimal", "low", "medium", "high", "xhigh"];
 
 /// A route's prices, USD per million tokens.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
@@ -65,12 +89,31 @@ pub struct Prices {
     pub input: f64,
     /// USD per million output (completion) tokens.
     pub output: f64,
+    /// `cachedInputPrice`: USD per million input tokens read from the provider's prompt
+    /// cache (unset: `input`).
+    pub cached_input: Option<f64>,
+    /// `cacheWritePrice`: USD per million input tokens written to the cache (unset:
+    /// `input`).
+    pub cache_write: Option<f64>,
 }
 
 impl Prices {
-    /// The cost of an exchange of `input` and `output` tokens, in USD.
+    /// The cost of an exchange of `input` and `output` tokens, in USD (all input at the
+    /// input price).
     pub fn cost(&self, input: u64, output: u64) -> f64 {
         (input as f64 * self.input + output as f64 * self.output) / 1_000_000.0
+    }
+
+    /// The cost with the input split: `fresh` at the input price, `cached` read and
+    /// `written` to the cache at their own prices; reasoning tokens are in `output`.
+    pub fn cost_split(&self, fresh: u64, cached: u64, written: u64, output: u64) -> f64 {
+        let read = self.cached_input.unwrap_or(self.input);
+        let write = self.cache_write.unwrap_or(self.input);
+        (fresh as f64 * self.input
+            + cached as f64 * read
+            + written as f64 * write
+            + output as f64 * self.output)
+            / 1_000_000.0
     }
 }
 
@@ -157,6 +200,10 @@ impl Route {
             prices: None,
             fleet_max_concurrency: None,
             max_findings_per_answer: crate::findings::DEFAULT_MAX_FINDINGS_PER_ANSWER,
+            reasoning_effort: None,
+            params: serde_json::Map::new(),
+            structured_output: StructuredOutput::Auto,
+            context_window: None,
         }
     }
 

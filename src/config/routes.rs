@@ -94,9 +94,11 @@ fn resolve_route(r: &RawRoute, ctx: &Ctx, default_cap: usize) -> Result<Route, E
             Some(Prices {
                 input: usd(i, "inputPrice")?,
                 output: usd(o, "outputPrice")?,
+                ..Prices::default()
             })
         }
     };
+    super::route_wire::resolve(r, ctx, &mut route)?;
     Ok(route)
 }
 

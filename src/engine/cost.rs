@@ -27,7 +27,11 @@ pub fn attempt_cost(usage: Option<Usage>, prices: Option<Prices>) -> Option<f64>
     if u.input_tokens.is_none() && u.output_tokens.is_none() {
         return None;
     }
-    Some(p.cost(u.input_tokens.unwrap_or(0), u.output_tokens.unwrap_or(0)))
+    let input = u.input_tokens.unwrap_or(0);
+    let cached = u.cached_input_tokens.unwrap_or(0).min(input);
+    let written = u.cache_write_tokens.unwrap_or(0).min(input - cached);
+    let fresh = input - cached - written;
+    Some(p.cost_split(fresh, cached, written, u.output_tokens.unwrap_or(0)))
 }
 
 /// What a route has been seen to use, for estimates.
@@ -178,6 +182,7 @@ mod tests {
             input_tokens: Some(i),
             output_tokens: Some(o),
             cost,
+            ..Usage::default()
         })
     }
 
@@ -186,6 +191,7 @@ mod tests {
         let p = Some(Prices {
             input: 3.0,
             output: 15.0,
+            ..Prices::default()
         });
         assert_eq!(attempt_cost(usage(1000, 100, Some(0.5)), p), Some(0.5));
         let c = attempt_cost(usage(1_000_000, 100_000, None), p).unwrap();
@@ -195,10 +201,38 @@ mod tests {
     }
 
     #[test]
+    fn cached_reads_and_writes_are_priced_at_their_own_prices() {
+        let p = Prices {
+            input: 3.0,
+            output: 15.0,
+            cached_input: Some(0.3),
+            cache_write: Some(3.75),
+        };
+        let u = Some(Usage {
+            input_tokens: Some(1_000_000),
+            cached_input_tokens: Some(600_000),
+            cache_write_tokens: Some(100_000),
+            output_tokens: Some(0),
+            ..Usage::default()
+        });
+        let c = attempt_cost(u, Some(p)).unwrap();
+        // 300k fresh at 3.0, 600k read at 0.3, 100k written at 3.75.
+        assert!((c - (0.9 + 0.18 + 0.375)).abs() < 1e-9, "{c}");
+        let unset = Prices {
+            cached_input: None,
+            cache_write: None,
+            ..p
+        };
+        let c = attempt_cost(u, Some(unset)).unwrap();
+        assert!((c - 3.0).abs() < 1e-9, "unset: input price: {c}");
+    }
+
+    #[test]
     fn estimates_use_max_tokens_until_an_answer_is_seen() {
         let p = Some(Prices {
             input: 0.0,
             output: 1_000_000.0,
+            ..Prices::default()
         });
         let mut o = Observed::default();
         assert_eq!(o.estimate(300, p, 4096), 4096.0);
@@ -213,6 +247,7 @@ mod tests {
         let input_only = Some(Prices {
             input: 1_000_000.0,
             output: 0.0,
+            ..Prices::default()
         });
         assert_eq!(
             o.estimate(600, input_only, 4096),

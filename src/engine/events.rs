@@ -96,6 +96,9 @@ pub struct ReviewInfo {
 }
 
 /// One thing that happened. Emitted in the order it happened, from the engine's tasks.
+// `AttemptFinished` carries the whole record (usage with cache and reasoning tokens since
+// issue 28): one event per attempt, never per token, so its size is off every hot path.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone)]
 pub enum Event {
     /// The review starts (emitted by `review::run`, before the first pass).

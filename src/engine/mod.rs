@@ -16,6 +16,7 @@ mod idle;
 pub mod limit;
 pub mod outcome;
 pub mod pacing;
+mod resend;
 pub mod retry;
 pub mod route_picker;
 pub mod shedder;

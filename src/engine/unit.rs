@@ -86,6 +86,10 @@ pub(super) async fn run(sh: &Shared<'_>, index: usize, work: &UnitInfo) {
             back_off(sh, &u, &record).await;
             continue;
         }
+        // Section 14: a refused parameter was fixed for the route; send again at once.
+        if super::resend::again(&mut u, &record) {
+            continue;
+        }
         // Section 5: cut by the review budget or a signal, the unit is cancelled.
         if record.outcome == Outcome::Cancelled || sh.budget_spent(Instant::now()) {
             return u.finish(sh, cancelled(sh));
@@ -225,6 +229,8 @@ pub(super) struct UnitRun<'w> {
     pub(super) turn_from: usize,
     /// The last answer's text and tool calls, for the loop.
     pub(super) answered: Option<(String, Vec<crate::provider::ToolCall>)>,
+    /// Attempts sent again after the route fixed a refused parameter (section 14).
+    pub(super) resends: u32,
 }
 
 impl<'w> UnitRun<'w> {
@@ -252,6 +258,7 @@ impl<'w> UnitRun<'w> {
             looping: None,
             turn_from: 0,
             answered: None,
+            resends: 0,
         }
     }
 
@@ -265,7 +272,9 @@ impl<'w> UnitRun<'w> {
     /// answered turns of a tool loop before this one.
     pub(super) fn attempts_made(&self) -> u32 {
         let a = &self.result.attempts[self.turn_from.min(self.result.attempts.len())..];
-        a.iter().filter(|a| !a.record.backpressure).count() as u32
+        a.iter()
+            .filter(|a| super::resend::counts(&a.record))
+            .count() as u32
     }
 
     pub(super) fn index(&self) -> usize {
@@ -415,7 +424,7 @@ async fn attempt(
     }
     // Back-pressure is no verdict on the route's health (section 13): the breaker gets
     // back what it reserved and counts nothing, as for a cancelled attempt.
-    let verdict_outcome = if record.backpressure {
+    let verdict_outcome = if super::resend::no_verdict(&record) {
         Outcome::Cancelled
     } else {
         record.outcome

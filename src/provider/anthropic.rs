@@ -18,20 +18,29 @@ pub(crate) fn body(spec: &BodySpec) -> Value {
     if let Some(c) = spec.conversation {
         transcript(c, &mut messages);
     }
+    if spec.conversation.is_some_and(|c| !c.turns.is_empty()) {
+        mark_last_block(&mut messages);
+    }
+    // The shared prefix (system block, then tools) is a cache breakpoint: the same bytes
+    // for every unit of a skill, read from the cache after the first.
     let mut b = json!({
         "model": spec.model,
         "max_tokens": spec.max_tokens,
-        "system": prompt.system,
+        "system": [{"type": "text", "text": prompt.system, "cache_control": ephemeral()}],
         "messages": messages,
         "stream": spec.stream,
         "temperature": 0,
     });
     if let Some(c) = spec.conversation.filter(|c| !c.tools.is_empty()) {
-        b["tools"] = c
+        let mut tools: Vec<Value> = c
             .tools
             .iter()
             .map(|t| json!({"name": t.name, "description": t.description, "input_schema": t.parameters}))
             .collect();
+        if let Some(last) = tools.last_mut() {
+            last["cache_control"] = ephemeral();
+        }
+        b["tools"] = Value::Array(tools);
         b["tool_choice"] = match &c.choice {
             ToolChoice::Auto => json!({"type": "auto"}),
             ToolChoice::None => json!({"type": "none"}),
@@ -39,6 +48,26 @@ pub(crate) fn body(spec: &BodySpec) -> Value {
         };
     }
     b
+}
+
+/// Anthropic's cache breakpoint (PROVIDERS.md: at most 4 per request; warden uses the
+/// system block, the last tool and, in a loop, the transcript's last block).
+fn ephemeral() -> Value {
+    json!({"type": "ephemeral"})
+}
+
+/// Marks the transcript's last content block as a breakpoint: the next turn's request
+/// reads the whole transcript so far from the cache.
+fn mark_last_block(messages: &mut [Value]) {
+    let Some(last) = messages.last_mut() else {
+        return;
+    };
+    if let Some(text) = last["content"].as_str() {
+        last["content"] = json!([{"type": "text", "text": text}]);
+    }
+    if let Some(block) = last["content"].as_array_mut().and_then(|b| b.last_mut()) {
+        block["cache_control"] = ephemeral();
+    }
 }
 
 /// The turns after the prompt: an assistant message of text and `tool_use` blocks, then a
@@ -98,6 +127,8 @@ fn push_message(messages: &mut Vec<Value>, role: &str, mut blocks: Vec<Value>) {
 pub(crate) struct AnthropicDecoder {
     answer: Answer,
     usage: Usage,
+    /// `input_tokens` as Anthropic counts them (without cache reads and writes).
+    fresh_input: Option<u64>,
     calls: CallParts,
 }
 
@@ -110,11 +141,29 @@ impl AnthropicDecoder {
             self.answer.request_id.get_or_insert_with(|| id.to_string());
         }
         if let Some(u) = m.get("usage") {
-            if let Some(i) = u.get("input_tokens").and_then(Value::as_u64) {
-                self.usage.input_tokens = Some(i);
+            let n = |k: &str| u.get(k).and_then(Value::as_u64);
+            if let Some(i) = n("input_tokens") {
+                self.fresh_input = Some(i);
             }
-            if let Some(o) = u.get("output_tokens").and_then(Value::as_u64) {
+            if let Some(r) = n("cache_read_input_tokens") {
+                self.usage.cached_input_tokens = Some(r);
+            }
+            if let Some(w) = n("cache_creation_input_tokens") {
+                self.usage.cache_write_tokens = Some(w);
+            }
+            if let Some(o) = n("output_tokens") {
                 self.usage.output_tokens = Some(o);
+            }
+            // Anthropic's input_tokens are the uncached ones: warden's input is the whole
+            // prompt, cache reads and writes included.
+            let u = &self.usage;
+            let parts = [
+                self.fresh_input,
+                u.cached_input_tokens,
+                u.cache_write_tokens,
+            ];
+            if parts.iter().any(Option::is_some) {
+                self.usage.input_tokens = Some(parts.iter().flatten().sum());
             }
             self.answer.usage = Some(self.usage);
         }

@@ -111,13 +111,35 @@ impl Stage {
     }
 }
 
+/// What a 400 asked for instead of a failure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Correction {
+    /// The route dropped or renamed a refused parameter: send the attempt again at once.
+    Adjusted,
+    /// The prompt does not fit the model's context window (tokens, when the provider
+    /// said): split the chunk, or fail over to a route with a larger window.
+    ContextLength {
+        /// The window the provider named.
+        window: Option<u64>,
+    },
+}
+
 /// Token usage and cost, when the provider reports them.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct Usage {
     /// Prompt tokens.
     pub input_tokens: Option<u64>,
-    /// Answer tokens.
+    /// Answer tokens (reasoning tokens included: they are billed as output).
     pub output_tokens: Option<u64>,
+    /// Prompt tokens read from the provider's prompt cache (part of `input_tokens`:
+    /// OpenAI `prompt_tokens_details.cached_tokens`, Anthropic `cache_read_input_tokens`).
+    pub cached_input_tokens: Option<u64>,
+    /// Prompt tokens written to the cache (part of `input_tokens`: Anthropic
+    /// `cache_creation_input_tokens`).
+    pub cache_write_tokens: Option<u64>,
+    /// Hidden reasoning tokens (part of `output_tokens`:
+    /// `completion_tokens_details.reasoning_tokens`).
+    pub reasoning_tokens: Option<u64>,
     /// In the provider's currency unit (OpenRouter: USD credits).
     pub cost: Option<f64>,
 }
@@ -172,6 +194,9 @@ pub struct AttemptRecord {
     /// engine's pacing and the reports (DESIGN.md section 13). Boxed: most answers carry
     /// none, and records travel inside every `AttemptFinished` event.
     pub rate_limit: Option<Box<super::ratelimit::RateLimitInfo>>,
+    /// A 400 that asks for another request rather than failing the unit (DESIGN.md §14):
+    /// the engine re-sends or splits, with no attempt used and no breaker verdict.
+    pub correction: Option<Correction>,
     /// Something about this route's answers the user should act on, set by the provider
     /// at most once per route and run (a rate-limit header it dropped as garbage or a
     /// lie): the engine says it as an `Event::Warning`.
@@ -209,6 +234,7 @@ impl AttemptRecord {
             backpressure: false,
             gateway: None,
             rate_limit: None,
+            correction: None,
             warning: None,
         }
     }

@@ -121,6 +121,8 @@ pub(crate) struct Exchange {
     /// What the response's rate-limit headers said, and a header dropped as bad.
     pub rate_limit: Option<super::ratelimit::RateLimitInfo>,
     pub rate_limit_warning: Option<String>,
+    /// An error status's body (capped), for the route's self-correction.
+    pub error_body: Vec<u8>,
     pub result: Result<Answer, Failure>,
 }
 
@@ -185,6 +187,7 @@ pub(crate) async fn exchange(
         gateway: None,
         rate_limit: None,
         rate_limit_warning: None,
+        error_body: Vec::new(),
         result: Err(Failure::new(Outcome::Unavailable, "not sent")),
     };
     let url = request.url().clone();
@@ -230,6 +233,7 @@ pub(crate) async fn exchange(
             .map_or(clocks.total_at, |t| t.min(clocks.total_at));
         let body = error_body(&mut resp, until, &mut ex.bytes).await;
         ex.result = Err(classify::classify_status(status, &headers, &body));
+        ex.error_body = body;
         ex.duration = t0.elapsed();
         return ex;
     }

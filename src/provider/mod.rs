@@ -13,6 +13,7 @@ mod conversation_tests;
 mod http;
 mod litellm;
 mod openai;
+mod param_fix;
 pub mod ratelimit;
 mod request;
 pub mod secret;
@@ -22,7 +23,7 @@ mod sim_tools;
 pub mod sse;
 pub(crate) mod tls;
 
-pub use attempt::{AttemptRecord, Outcome, Stage, Usage};
+pub use attempt::{AttemptRecord, Correction, Outcome, Stage, Usage};
 pub use conversation::{
     Conversation, FinishReason, SUBMIT_FINDINGS, ToolCall, ToolChoice, ToolResult, ToolSpec, Turn,
 };
@@ -163,6 +164,8 @@ pub struct HttpProvider {
     caps: ResponseCaps,
     /// Set once a dropped rate-limit header was reported: said once per route and run.
     rate_limit_warned: std::sync::atomic::AtomicBool,
+    /// Parameters this route dropped or renamed after a 400 named them (this run).
+    fixes: std::sync::Mutex<param_fix::Adjustments>,
 }
 
 impl std::fmt::Debug for HttpProvider {
@@ -205,6 +208,7 @@ impl HttpProvider {
             key,
             caps: ResponseCaps::default(),
             rate_limit_warned: Default::default(),
+            fixes: Default::default(),
         })
     }
 
@@ -215,26 +219,23 @@ impl HttpProvider {
         self
     }
 
-    fn request(&self, req: &AttemptRequest, deadline: Duration) -> reqwest::Request {
+    /// The body of one attempt, as it goes on the wire.
+    fn body(&self, req: &AttemptRequest, deadline: Duration) -> serde_json::Value {
+        let mut body = {
+            let fixes = self.fixes.lock().expect("fixes lock");
+            request::build(&self.route, req, &fixes)
+        };
+        if self.route.provider == ProviderKind::LiteLlm {
+            litellm::adapt_body(&mut body, deadline);
+        }
+        body
+    }
+
+    fn request(&self, body: &serde_json::Value, deadline: Duration) -> reqwest::Request {
         let r = &self.route;
         let anthropic = r.provider == ProviderKind::Anthropic;
         let litellm = r.provider == ProviderKind::LiteLlm;
-        let spec = request::BodySpec {
-            model: &r.model,
-            prompt: &req.prompt,
-            conversation: req.conversation.as_ref(),
-            stream: r.stream,
-            max_tokens: req.output_cap.unwrap_or(r.max_tokens),
-        };
-        let mut body = if anthropic {
-            anthropic::body(&spec)
-        } else {
-            openai::body(&spec)
-        };
-        if litellm {
-            litellm::adapt_body(&mut body, deadline);
-        }
-        let mut req = self.client.post(self.url.clone()).json(&body);
+        let mut req = self.client.post(self.url.clone()).json(body);
         if litellm {
             for (name, value) in litellm::headers(deadline) {
                 req = req.header(name, value);
@@ -273,9 +274,10 @@ impl HttpProvider {
         } else {
             Box::<openai::OpenAiDecoder>::default()
         };
+        let body = self.body(req, req.limits.total);
         let ex = http::exchange(
             &self.client,
-            self.request(req, req.limits.total),
+            self.request(&body, req.limits.total),
             &req.limits,
             &self.caps,
             self.route.stream,
@@ -306,8 +308,21 @@ impl HttpProvider {
             record.warning = Some(secret::clean(self.key.as_ref(), &w, secret::REASON_CHARS));
         }
         record.first_content = ex.first_content;
+        let mut result = ex.result;
+        if ex.status == Some(400)
+            && let Err(f) = &mut result
+        {
+            let (correction, warning) = self.correct(&body, &ex.error_body, f);
+            record.correction = correction;
+            if let Some(w) = warning {
+                record.warning = Some(match record.warning.take() {
+                    Some(prev) => format!("{prev}; {w}"),
+                    None => w,
+                });
+            }
+        }
         let mut turn = answered::Answered::default();
-        let result = ex.result.and_then(|answer| {
+        let result = result.and_then(|answer| {
             record.model_answered = answer.model.clone();
             record.usage = answer.usage;
             if answer.request_id.is_some() {
@@ -318,6 +333,61 @@ impl HttpProvider {
             turn.findings(req, self.route.max_findings_per_answer)
         });
         turn.into_attempt(finish(record, result, self.key.as_ref()))
+    }
+}
+
+impl HttpProvider {
+    /// A 400 read for what it asks (DESIGN.md §14): a refused parameter is dropped or
+    /// renamed for the run (said once) and the attempt re-sent; a prompt too long for the
+    /// window is split by the engine. A request with structured output that gets a 400
+    /// naming nothing else is taken as a refusal of it: the text contract follows.
+    fn correct(
+        &self,
+        sent: &serde_json::Value,
+        error_body: &[u8],
+        f: &mut Failure,
+    ) -> (Option<Correction>, Option<String>) {
+        let anthropic = self.route.provider == ProviderKind::Anthropic;
+        let fixes = match param_fix::diagnose(sent, anthropic, error_body) {
+            Some(param_fix::Diagnosis::ContextLength { window }) => {
+                return (Some(Correction::ContextLength { window }), None);
+            }
+            Some(param_fix::Diagnosis::Params(p)) => p,
+            None => match structured_key(sent, anthropic) {
+                Some(k) => vec![(k.to_string(), param_fix::Fix::Drop)],
+                None => return (None, None),
+            },
+        };
+        let learned = self.fixes.lock().expect("fixes lock").learn(&fixes);
+        let Some(new) = learned else {
+            return (None, None);
+        };
+        let done: Vec<(String, param_fix::Fix)> = fixes.into_iter().collect();
+        f.reason = format!(
+            "{}; re-sent: the route {}",
+            f.reason,
+            param_fix::describe(&done)
+        );
+        let warning = (!new.is_empty()).then(|| {
+            format!(
+                "the provider refused a request parameter (400): route `{}` {} for the rest of the run; set `params` or `structuredOutput` on the route to choose yourself",
+                self.route.name,
+                param_fix::describe(&new)
+            )
+        });
+        (Some(Correction::Adjusted), warning)
+    }
+}
+
+/// The structured-output key a body carries, if any (`response_format`; Anthropic's
+/// forced `submit_findings` tool).
+fn structured_key(sent: &serde_json::Value, anthropic: bool) -> Option<&'static str> {
+    if anthropic {
+        let forced = sent["tool_choice"]["name"] == SUBMIT_FINDINGS;
+        let single_shot = sent["messages"].as_array().is_some_and(|m| m.len() == 1);
+        (forced && single_shot).then_some("tools")
+    } else {
+        sent.get("response_format").map(|_| "response_format")
     }
 }
 

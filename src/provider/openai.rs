@@ -94,9 +94,21 @@ pub(crate) struct OpenAiDecoder {
 
 fn usage(v: &Value) -> Option<Usage> {
     let u = v.get("usage").filter(|u| u.is_object())?;
+    let detail = |outer: &str, inner: &str| {
+        u.get(outer)
+            .and_then(|d| d.get(inner))
+            .and_then(Value::as_u64)
+    };
     Some(Usage {
         input_tokens: u.get("prompt_tokens").and_then(Value::as_u64),
         output_tokens: u.get("completion_tokens").and_then(Value::as_u64),
+        cached_input_tokens: detail("prompt_tokens_details", "cached_tokens"),
+        // OpenAI-compatible servers that front Anthropic (LiteLLM) may report a write.
+        cache_write_tokens: u
+            .get("cache_creation_input_tokens")
+            .and_then(Value::as_u64)
+            .filter(|n| *n > 0),
+        reasoning_tokens: detail("completion_tokens_details", "reasoning_tokens"),
         cost: u.get("cost").and_then(Value::as_f64),
     })
 }

@@ -356,6 +356,7 @@ impl SimProvider {
             input_tokens: Some((req.prompt.chars() / 4) as u64),
             output_tokens: Some((answer_len / 4) as u64),
             cost: None,
+            ..Usage::default()
         });
         let answered = Answered::new(turn.text, turn.calls, Some(turn.finish), req);
         let result = answered.findings(req, findings::DEFAULT_MAX_FINDINGS_PER_ANSWER);

@@ -236,6 +236,10 @@ fn add_route(acc: &mut RouteMetrics, m: &RouteMetrics) {
     acc.max_concurrency = acc.max_concurrency.max(m.max_concurrency);
     acc.input_tokens += m.input_tokens;
     acc.output_tokens += m.output_tokens;
+    acc.cached_input_tokens += m.cached_input_tokens;
+    acc.cache_write_tokens += m.cache_write_tokens;
+    acc.reasoning_tokens += m.reasoning_tokens;
+    acc.cache_hit_share = super::metrics::hit_share(acc.cached_input_tokens, acc.input_tokens);
     acc.cost = match (acc.cost, m.cost) {
         (Some(a), Some(b)) => Some(a + b),
         (a, b) => a.or(b),

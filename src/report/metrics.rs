@@ -78,8 +78,20 @@ pub struct RouteMetrics {
     pub max_concurrency: usize,
     /// Prompt tokens, as providers reported them.
     pub input_tokens: u64,
-    /// Answer tokens, as providers reported them.
+    /// Answer tokens, as providers reported them (reasoning included).
     pub output_tokens: u64,
+    /// Prompt tokens read from the providers' prompt caches (part of `input_tokens`).
+    #[serde(default)]
+    pub cached_input_tokens: u64,
+    /// Prompt tokens written to the caches (part of `input_tokens`).
+    #[serde(default)]
+    pub cache_write_tokens: u64,
+    /// Hidden reasoning tokens (part of `output_tokens`).
+    #[serde(default)]
+    pub reasoning_tokens: u64,
+    /// Cached reads ÷ input tokens (0 when no input was reported).
+    #[serde(default)]
+    pub cache_hit_share: f64,
     /// Cost, when providers report it (OpenRouter: USD credits).
     pub cost: Option<f64>,
     /// What this route's attempts cost, USD (provider-reported, else tokens at the
@@ -95,6 +107,14 @@ pub struct RouteMetrics {
     /// Its answers of back-pressure and the time its new attempts were paused.
     #[serde(default)]
     pub backpressure: super::BackpressureFigures,
+}
+
+/// Cached reads as a share of input tokens, to three places (0 without input).
+pub(super) fn hit_share(cached: u64, input: u64) -> f64 {
+    if input == 0 {
+        return 0.0;
+    }
+    (cached.min(input) as f64 / input as f64 * 1000.0).round() / 1000.0
 }
 
 pub(super) fn percentiles(values: &[u64]) -> (Option<u64>, Option<u64>, Option<u64>) {
@@ -203,6 +223,8 @@ fn figures(
     let (t50, t95, _) = percentiles(&ttfts);
     let (retries, from, to) = moves(name, tried);
     let costs: Vec<f64> = attempts.iter().filter_map(|a| a.cost).collect();
+    let input: u64 = attempts.iter().filter_map(|a| a.input_tokens).sum();
+    let cached: u64 = attempts.iter().filter_map(|a| a.cached_input_tokens).sum();
     RouteMetrics {
         calls: attempts.len(),
         ok: count(Outcome::Ok),
@@ -228,8 +250,12 @@ fn figures(
         units_not_reviewed,
         peak_in_flight: summary.peak_in_flight,
         max_concurrency: summary.max_concurrency,
-        input_tokens: attempts.iter().filter_map(|a| a.input_tokens).sum(),
+        input_tokens: input,
         output_tokens: attempts.iter().filter_map(|a| a.output_tokens).sum(),
+        cached_input_tokens: cached,
+        cache_write_tokens: attempts.iter().filter_map(|a| a.cache_write_tokens).sum(),
+        reasoning_tokens: attempts.iter().filter_map(|a| a.reasoning_tokens).sum(),
+        cache_hit_share: hit_share(cached, input),
         cost: (!costs.is_empty()).then(|| costs.iter().sum()),
         cost_usd: super::usd(attempts.iter().filter_map(|a| a.cost_usd).sum()),
         breaker: BreakerReport {

@@ -295,16 +295,29 @@ pub struct AttemptReport {
     pub deadline_ms: u64,
     /// Time to response headers.
     pub headers_ms: Option<u64>,
-    /// Time to the first token.
+    /// Time to the first model token of any kind (reasoning included).
     pub ttft_ms: Option<u64>,
+    /// Time to the first token of the answer itself (text or a tool call); later than
+    /// `ttftMs` when the model streamed its reasoning first.
+    #[serde(default)]
+    pub first_content_ms: Option<u64>,
     /// The response status.
     pub http_status: Option<u16>,
     /// The provider's request id.
     pub request_id: Option<String>,
     /// Prompt tokens.
     pub input_tokens: Option<u64>,
-    /// Answer tokens.
+    /// Answer tokens (reasoning included).
     pub output_tokens: Option<u64>,
+    /// Prompt tokens read from the provider's prompt cache (part of `inputTokens`).
+    #[serde(default)]
+    pub cached_input_tokens: Option<u64>,
+    /// Prompt tokens written to the prompt cache (part of `inputTokens`).
+    #[serde(default)]
+    pub cache_write_tokens: Option<u64>,
+    /// Hidden reasoning tokens (part of `outputTokens`).
+    #[serde(default)]
+    pub reasoning_tokens: Option<u64>,
     /// Its cost, when reported.
     pub cost: Option<f64>,
     /// What the attempt cost, USD: the provider's figure, else tokens at the route's
@@ -407,10 +420,14 @@ impl From<&crate::engine::AttemptLog> for AttemptReport {
             deadline_ms: ms(r.deadline),
             headers_ms: r.headers.map(ms),
             ttft_ms: r.ttft.map(ms),
+            first_content_ms: r.first_content.map(ms),
             http_status: r.http_status,
             request_id: r.request_id.clone(),
             input_tokens: r.usage.and_then(|u| u.input_tokens),
             output_tokens: r.usage.and_then(|u| u.output_tokens),
+            cached_input_tokens: r.usage.and_then(|u| u.cached_input_tokens),
+            cache_write_tokens: r.usage.and_then(|u| u.cache_write_tokens),
+            reasoning_tokens: r.usage.and_then(|u| u.reasoning_tokens),
             cost: r.usage.and_then(|u| u.cost),
             cost_usd: a.cost_usd,
             retry_after_ms: r.retry_after.map(ms),

@@ -262,9 +262,29 @@ fn routes(out: &mut String, r: &Report) {
             if let Some(load) = load_line(m) {
                 let _ = writeln!(out, "  {:<16} {load}", "");
             }
+            if let Some(tokens) = tokens_line(m) {
+                let _ = writeln!(out, "  {:<16} {tokens}", "");
+            }
         }
         let _ = writeln!(out);
     }
+}
+
+/// A route's tokens when its providers reported cache or reasoning tokens: input (cached
+/// reads, their share, cache writes), output (reasoning).
+fn tokens_line(m: &super::RouteMetrics) -> Option<String> {
+    if m.cached_input_tokens + m.cache_write_tokens + m.reasoning_tokens == 0 {
+        return None;
+    }
+    Some(format!(
+        "tokens: {} in ({} cached, {:.1}% hit; {} written to cache), {} out ({} reasoning)",
+        m.input_tokens,
+        m.cached_input_tokens,
+        m.cache_hit_share * 100.0,
+        m.cache_write_tokens,
+        m.output_tokens,
+        m.reasoning_tokens
+    ))
 }
 
 /// Verification, skipped files, trust, skills, cache, and the outcome line.

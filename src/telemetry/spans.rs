@@ -302,6 +302,7 @@ fn attempt_span(unit: &Span, e: &Event) -> Span {
         warden.probe = *probe,
         warden.headers_ms = Empty,
         warden.ttft_ms = Empty,
+        warden.first_content_ms = Empty,
         warden.duration_ms = Empty,
         warden.bytes = Empty,
         warden.cost = Empty,
@@ -335,6 +336,9 @@ fn record_attempt(span: &Span, r: &AttemptRecord) {
     }
     if let Some(t) = r.ttft {
         span.record("warden.ttft_ms", ms(t));
+    }
+    if let Some(t) = r.first_content {
+        span.record("warden.first_content_ms", ms(t));
     }
     if let Some(u) = r.usage {
         if let Some(i) = u.input_tokens {

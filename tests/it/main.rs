@@ -12,6 +12,7 @@ mod ci_config;
 mod ci_formats;
 mod cli;
 mod config;
+mod current_models;
 mod docs;
 mod engine_backpressure;
 mod engine_http;

@@ -42,6 +42,10 @@ pub fn route(name: &str, kind: ProviderKind, model: &str, base: &str, stream: bo
         fleet_max_concurrency: None,
         auto_concurrency: false,
         max_findings_per_answer: 100,
+        reasoning_effort: None,
+        params: Default::default(),
+        structured_output: Default::default(),
+        context_window: None,
     }
 }
 

@@ -85,6 +85,7 @@ fn record(route: &str, outcome: Outcome, stage: Option<Stage>, ms: u64) -> Attem
             input_tokens: Some(1200),
             output_tokens: Some(80),
             cost: None,
+            ..Default::default()
         }),
         http_status: Some(200),
         request_id: Some("req-1".into()),

@@ -206,6 +206,7 @@ async fn the_cost_budget_is_never_exceeded_including_attempts_in_flight() {
     let prices = Some(Prices {
         input: 3.0,
         output: 15.0,
+        ..Prices::default()
     });
     let a = Scripted::with_usage("a", 500, |n| Step::Ok(S(20 + n as u64 % 7), 0));
     let a_route = EngineRoute {

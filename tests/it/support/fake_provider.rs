@@ -9,6 +9,8 @@
 // Child modules by path, so that the benches that include this file get them too.
 #[path = "fake_agent.rs"]
 pub mod fake_agent;
+#[path = "fake_models.rs"]
+pub mod fake_models;
 #[path = "fake_tools.rs"]
 pub mod fake_tools;
 
@@ -97,6 +99,14 @@ pub enum Behavior {
     /// Answer as a small agent in a tool loop, from what the request holds (see
     /// `fake_agent.rs`): read the file under review, then submit.
     Agent,
+    /// Streamed: `count` reasoning deltas one every `every` (no content), then this
+    /// answer; not streamed: the answer after `count × every` (hidden reasoning).
+    Reasoning {
+        dialect: fake_models::Dialect,
+        every: Duration,
+        count: usize,
+        answer: String,
+    },
 }
 
 impl Behavior {
@@ -194,6 +204,10 @@ struct State {
     /// Decides a request's behaviour from its body, before any script (see
     /// [`FakeProvider::respond_with`]); None from it falls through to the scripts.
     responder: Option<Responder>,
+    /// Top-level request fields answered with a 400 naming them (see `fake_models.rs`).
+    refused_params: Vec<String>,
+    /// Prompt tokens every answer's usage reports as cached reads.
+    cached_tokens: Option<u64>,
 }
 
 /// A behaviour chosen from the request's JSON body.
@@ -374,6 +388,18 @@ impl FakeProvider {
         self
     }
 
+    /// Requests carrying any of these top-level fields get the protocol's 400 naming it.
+    pub fn refuse_params(&self, params: &[&str]) -> &Self {
+        self.state.lock().unwrap().refused_params = params.iter().map(|p| p.to_string()).collect();
+        self
+    }
+
+    /// Every answer's usage reports `n` of its prompt tokens as read from the cache.
+    pub fn report_cached(&self, n: u64) -> &Self {
+        self.state.lock().unwrap().cached_tokens = Some(n);
+        self
+    }
+
     /// Requests the fake's capacity answered 429.
     pub fn refused(&self) -> usize {
         self.requests().iter().filter(|r| r.refused).count()
@@ -504,7 +530,16 @@ async fn handle(
         (st.log.len() - 1, served, headers)
     };
     let responder = state.lock().unwrap().responder.clone();
-    let behavior = if served {
+    let refused = state.lock().unwrap().refused_params.clone();
+    let behavior = if let Some((code, body)) =
+        fake_models::refusal(anthropic, &model, &body, &refused).filter(|_| served)
+    {
+        Behavior::Status {
+            code,
+            headers: vec![],
+            body,
+        }
+    } else if served {
         let b = responder
             .and_then(|f| f(&body))
             .unwrap_or_else(|| next_behavior(&state, &model));
@@ -533,6 +568,7 @@ async fn handle(
         }
     };
     let w = Wire {
+        cached: state.lock().unwrap().cached_tokens,
         anthropic,
         stream,
         model,
@@ -550,6 +586,8 @@ async fn handle(
 }
 
 struct Wire {
+    /// Prompt tokens the answer's usage reports as read from the cache.
+    cached: Option<u64>,
     anthropic: bool,
     stream: bool,
     model: String,
@@ -648,6 +686,28 @@ impl Wire {
             Behavior::Agent => {
                 let text = findings_answer(json!([]));
                 self.answer(wr, &text, None).await
+            }
+            Behavior::Reasoning {
+                dialect,
+                every,
+                count,
+                answer,
+            } => {
+                if !self.stream {
+                    tokio::time::sleep(every.saturating_mul(*count as u32)).await;
+                    return self.answer(wr, answer, None).await;
+                }
+                self.ok_headers(wr, None).await;
+                let _ = wr.write_all(self.first_chunk().as_bytes()).await;
+                let step = fake_models::reasoning_delta(self.anthropic, *dialect, &self.model);
+                for _ in 0..*count {
+                    tokio::time::sleep(*every).await;
+                    if wr.write_all(step.as_bytes()).await.is_err() {
+                        return;
+                    }
+                }
+                let _ = wr.write_all(self.delta(answer).as_bytes()).await;
+                let _ = wr.write_all(self.end().as_bytes()).await;
             }
             Behavior::ToolCalls(calls) => {
                 let body = if self.stream {
@@ -849,7 +909,7 @@ impl Wire {
         if self.anthropic {
             format!(
                 "event: message_start\ndata: {}\n\nevent: content_block_start\ndata: {}\n\n",
-                json!({"type": "message_start", "message": {"id": "msg_fake", "model": self.model, "usage": {"input_tokens": 120, "output_tokens": 1}}}),
+                json!({"type": "message_start", "message": {"id": "msg_fake", "model": self.model, "usage": fake_models::anthropic_usage(self.cached, 1)}}),
                 json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}})
             )
         } else {
@@ -890,7 +950,7 @@ impl Wire {
                 json!({"id": "gen-fake", "object": "chat.completion.chunk", "model": self.model,
                        "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}),
                 json!({"id": "gen-fake", "object": "chat.completion.chunk", "model": self.model, "choices": [],
-                       "usage": {"prompt_tokens": 120, "completion_tokens": 42, "total_tokens": 162, "cost": 0.0012}})
+                       "usage": fake_models::openai_usage(self.cached)})
             )
         }
     }
@@ -940,11 +1000,11 @@ impl Wire {
         if self.anthropic {
             json!({"id": "msg_fake", "type": "message", "role": "assistant", "model": self.model,
                    "content": [{"type": "text", "text": text}], "stop_reason": "end_turn",
-                   "usage": {"input_tokens": 120, "output_tokens": 42}})
+                   "usage": fake_models::anthropic_usage(self.cached, 42)})
         } else {
             json!({"id": "gen-fake", "object": "chat.completion", "model": self.model,
                    "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
-                   "usage": {"prompt_tokens": 120, "completion_tokens": 42, "total_tokens": 162, "cost": 0.0012}})
+                   "usage": fake_models::openai_usage(self.cached)})
         }
         .to_string()
     }

@@ -5,7 +5,7 @@
 
 pub mod agent;
 pub mod fake_provider;
-pub use fake_provider::fake_tools;
+pub use fake_provider::{fake_models, fake_tools};
 pub mod litellm;
 pub mod oracle;
 pub mod otlp_receiver;

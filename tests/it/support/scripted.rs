@@ -178,6 +178,7 @@ impl Scripted {
                     input_tokens: Some((req.prompt.chars() / 4) as u64),
                     output_tokens: Some(o),
                     cost: None,
+                    ..Default::default()
                 });
                 Attempt::new(record, Some(extracted))
             }

@@ -1,0 +1,31 @@
+//! Answers that ask for another request instead of failing the unit (DESIGN.md §14): a
+//! 400 naming a parameter the route has now dropped or renamed is re-sent at once. Such
+//! an attempt uses none of `maxAttempts` and is no verdict on the route's health (the
+//! breaker counts nothing, as for back-pressure). A unit re-sends at most
+//! [`MAX_RESENDS`] times: each parameter is fixed once per route, so this bound is only
+//! met by a provider that keeps naming new ones.
+
+use super::unit::UnitRun;
+use crate::provider::{AttemptRecord, Correction};
+
+/// The most re-sends one unit makes.
+pub(super) const MAX_RESENDS: u32 = 8;
+
+/// Whether the attempt is no verdict on the route (back-pressure, or a correction).
+pub(super) fn no_verdict(record: &AttemptRecord) -> bool {
+    record.backpressure || record.correction.is_some()
+}
+
+/// Whether the attempt counts toward `maxAttempts`.
+pub(super) fn counts(record: &AttemptRecord) -> bool {
+    !record.backpressure && record.correction != Some(Correction::Adjusted)
+}
+
+/// Whether the unit sends the attempt again at once (and counts the re-send).
+pub(super) fn again(u: &mut UnitRun, record: &AttemptRecord) -> bool {
+    if record.correction != Some(Correction::Adjusted) || u.resends >= MAX_RESENDS {
+        return false;
+    }
+    u.resends += 1;
+    true
+}
