@@ -17,15 +17,11 @@ pub enum Dialect {
     Reasoning,
 }
 
-/// OpenAI's rule for its reasoning families, as the fake applies it.
+/// OpenAI's own families, by the bare model name it is sent (no gateway prefix reaches
+/// OpenAI): o1, o3, o4-mini, ... and gpt-5*.
 pub fn reasoning_family(model: &str) -> bool {
-    let m = model
-        .rsplit('/')
-        .next()
-        .unwrap_or(model)
-        .to_ascii_lowercase();
-    m.starts_with("gpt-5")
-        || (m.starts_with('o') && m[1..].starts_with(|c: char| c.is_ascii_digit()))
+    let digit_after_o = model.strip_prefix('o').and_then(|r| r.chars().next());
+    model.starts_with("gpt-5") || digit_after_o.is_some_and(|c| c.is_ascii_digit())
 }
 
 /// The 400 (status, body) the request gets before any behaviour, if any.
