@@ -83,6 +83,84 @@ impl Drop for AtomicFile {
     }
 }
 
+/// Where a file warden writes goes: a regular file (or a link inside the repository, or
+/// nothing yet) is replaced through a temporary; a device, a pipe or a socket (`-o
+/// /dev/stdout`, a process substitution's `/dev/fd/63`) is written in place, unless it is
+/// reached through a link inside the repository, which is replaced like any link there.
+#[derive(Debug)]
+pub enum Output {
+    /// Written to a temporary, renamed over the path.
+    Replace(AtomicFile),
+    /// Written in place (not a regular file).
+    Direct(PathBuf, File),
+}
+
+impl Output {
+    /// Opens `path` for writing; `checkout`: the repository whose links are never followed.
+    /// A directory is refused.
+    pub fn open(path: &Path, checkout: Option<&Path>) -> io::Result<Output> {
+        let is_link = std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink());
+        if is_link && inside(path, checkout) {
+            return AtomicFile::create(path).map(Output::Replace);
+        }
+        match std::fs::metadata(path) {
+            Ok(m) if m.is_dir() => Err(io::Error::new(
+                io::ErrorKind::IsADirectory,
+                "it is a directory",
+            )),
+            Ok(m) if !m.is_file() => {
+                let f = OpenOptions::new().write(true).open(path)?;
+                Ok(Output::Direct(path.to_path_buf(), f))
+            }
+            _ => AtomicFile::create(path).map(Output::Replace),
+        }
+    }
+
+    /// The file to write to.
+    pub fn file(&mut self) -> &mut File {
+        match self {
+            Output::Replace(a) => a.file(),
+            Output::Direct(_, f) => f,
+        }
+    }
+
+    /// A second handle on the file to write to.
+    pub fn handle(&self) -> io::Result<File> {
+        match self {
+            Output::Replace(a) => a.handle(),
+            Output::Direct(_, f) => f.try_clone(),
+        }
+    }
+
+    /// The destination.
+    pub fn path(&self) -> &Path {
+        match self {
+            Output::Replace(a) => a.path(),
+            Output::Direct(p, _) => p,
+        }
+    }
+
+    /// Flushes, and renames a temporary over the destination.
+    pub fn commit(self) -> io::Result<()> {
+        match self {
+            Output::Replace(a) => a.commit(),
+            Output::Direct(_, mut f) => f.flush(),
+        }
+    }
+}
+
+/// Whether `path` lies inside `checkout` (its folder resolved, the name as given).
+fn inside(path: &Path, checkout: Option<&Path>) -> bool {
+    let Some(root) = checkout.and_then(|c| c.canonicalize().ok()) else {
+        return false;
+    };
+    let parent = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    parent.canonicalize().is_ok_and(|p| p.starts_with(&root))
+}
+
 /// Writes `bytes` to `path` through a temporary beside it.
 pub fn write(path: &Path, bytes: &[u8]) -> io::Result<()> {
     let mut f = AtomicFile::create(path)?;
@@ -108,6 +186,24 @@ mod tests {
         assert_eq!(std::fs::read_to_string(&out).unwrap(), "report");
         // No temporary is left behind.
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 2);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn devices_are_written_in_place_unless_a_link_in_the_repository_reaches_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let null = Path::new("/dev/null");
+        assert!(matches!(
+            Output::open(null, Some(dir.path())).unwrap(),
+            Output::Direct(..)
+        ));
+        let link = dir.path().join("warden.sarif");
+        std::os::unix::fs::symlink(null, &link).unwrap();
+        let out = Output::open(&link, Some(dir.path())).unwrap();
+        assert!(matches!(out, Output::Replace(..)), "{out:?}");
+        out.commit().unwrap();
+        assert!(std::fs::symlink_metadata(&link).unwrap().is_file());
+        assert!(Output::open(dir.path(), None).is_err(), "a directory");
     }
 
     #[test]

@@ -2,19 +2,64 @@
 //! file (and `$GITHUB_STEP_SUMMARY`) is opened before the first model request, so a
 //! mistyped directory costs nothing; a report that still cannot be written at the end is
 //! printed to stderr rather than lost.
+//!
+//! Files never follow a link inside the repository (DESIGN.md §14): each is written as a
+//! temporary beside it and renamed over it (a link the change committed at `warden.sarif`
+//! is replaced, its target untouched), and a path through a linked folder inside the
+//! checkout is refused before any request ([`refuse_linked_folders`]).
 
+use crate::atomic_file::Output;
 use crate::error::{Error, Result};
 use crate::report::{Format, OutputSpec, Report, redact_text, summary_md};
-use std::fs::{File, OpenOptions};
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 
 enum Sink {
     Stdout,
-    /// `-o [FORMAT=]PATH`, created (truncated) when opened.
-    File(PathBuf, File),
-    /// `$GITHUB_STEP_SUMMARY`, appended to (other steps write there too).
-    StepSummary(PathBuf, File),
+    /// `-o [FORMAT=]PATH`: a temporary beside it, renamed over it once written.
+    File(PathBuf, Output),
+    /// `$GITHUB_STEP_SUMMARY`, appended to (other steps write there too): what it holds
+    /// and the summary, through a temporary beside it.
+    StepSummary(PathBuf, Output),
+}
+
+/// Refuses `path` (given with `what`, e.g. `-o` or `--trace`) when it passes through a
+/// folder that is a symbolic link inside `checkout`: a change can commit such a link to
+/// make warden create files outside the repository. A link at the file itself is
+/// replaced by the write, not followed. Paths outside the checkout are the user's own.
+pub fn refuse_linked_folders(path: &Path, checkout: Option<&Path>, what: &str) -> Result<()> {
+    let Some(root) = checkout.and_then(|c| c.canonicalize().ok()) else {
+        return Ok(());
+    };
+    let absolute = if path.is_absolute() {
+        path.to_path_buf()
+    } else {
+        std::env::current_dir()
+            .map_err(|e| Error::io(".", e))?
+            .join(path)
+    };
+    let Ok(rest) = absolute.strip_prefix(&root) else {
+        return Ok(());
+    };
+    let folders: Vec<Component> = rest.components().collect();
+    let mut at = root.clone();
+    for c in folders.iter().take(folders.len().saturating_sub(1)) {
+        at.push(c);
+        let linked = std::fs::symlink_metadata(&at).is_ok_and(|m| m.file_type().is_symlink());
+        if linked {
+            return Err(Error::Usage(format!(
+                "{what} {}: {} is a symbolic link inside the repository; warden does not write through links the change may have planted: choose a path outside it or without links; nothing was sent to any model",
+                path.display(),
+                at.display()
+            )));
+        }
+        if matches!(c, Component::ParentDir) {
+            // Above a `..` the walk has left what it can vouch for; a link before it was
+            // caught above.
+            break;
+        }
+    }
+    Ok(())
 }
 
 struct Destination {
@@ -30,8 +75,8 @@ pub struct Outputs {
     keys: crate::provider::secret::Redactor,
 }
 
-fn create(path: &Path) -> Result<File> {
-    File::create(path).map_err(|e| {
+fn create(path: &Path, checkout: Option<&Path>) -> Result<Output> {
+    Output::open(path, checkout).map_err(|e| {
         Error::Usage(format!(
             "-o {}: cannot create the report file ({e}): create its directory or choose another path; nothing was sent to any model",
             path.display()
@@ -39,27 +84,33 @@ fn create(path: &Path) -> Result<File> {
     })
 }
 
-fn open_step_summary(path: &Path) -> Result<File> {
-    OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)
-        .map_err(|e| {
-            Error::Usage(format!(
-                "GITHUB_STEP_SUMMARY={}: cannot open the step summary for writing ({e}); nothing was sent to any model",
-                path.display()
-            ))
-        })
+fn open_step_summary(path: &Path, checkout: Option<&Path>) -> Result<Output> {
+    Output::open(path, checkout).map_err(|e| {
+        Error::Usage(format!(
+            "GITHUB_STEP_SUMMARY={}: cannot open the step summary for writing ({e}); nothing was sent to any model",
+            path.display()
+        ))
+    })
+}
+
+/// Writes `text` to `file` and renames it over its destination (`before`: what the
+/// destination held, kept in front, for a file that is appended to).
+fn finish(mut file: Output, before: &[u8], text: &str) -> std::io::Result<()> {
+    file.file().write_all(before)?;
+    file.file().write_all(text.as_bytes())?;
+    file.commit()
 }
 
 impl Outputs {
     /// Opens every destination: `format` goes to stdout unless a bare `-o PATH` takes it,
     /// each `FORMAT=PATH` to its file, and the step summary to `step_summary` when a
-    /// `github` report is written.
+    /// `github` report is written. A path through a linked folder inside `checkout` is
+    /// refused.
     pub fn open(
         format: Format,
         specs: &[OutputSpec],
         step_summary: Option<PathBuf>,
+        checkout: Option<&Path>,
     ) -> Result<Outputs> {
         let bare: Vec<&OutputSpec> = specs.iter().filter(|s| s.format.is_none()).collect();
         if let [a, b, ..] = bare.as_slice() {
@@ -79,6 +130,7 @@ impl Outputs {
                 )));
             }
             seen.push(&s.path);
+            refuse_linked_folders(&s.path, checkout, "-o")?;
         }
         let mut destinations = Vec::new();
         if bare.is_empty() {
@@ -90,13 +142,14 @@ impl Outputs {
         for s in specs {
             destinations.push(Destination {
                 format: s.format.unwrap_or(format),
-                sink: Sink::File(s.path.clone(), create(&s.path)?),
+                sink: Sink::File(s.path.clone(), create(&s.path, checkout)?),
             });
         }
         if destinations.iter().any(|d| d.format == Format::Github)
             && let Some(path) = step_summary
         {
-            let file = open_step_summary(&path)?;
+            refuse_linked_folders(&path, checkout, "GITHUB_STEP_SUMMARY=")?;
+            let file = open_step_summary(&path, checkout)?;
             destinations.push(Destination {
                 format: Format::Github,
                 sink: Sink::StepSummary(path, file),
@@ -135,16 +188,22 @@ impl Outputs {
                     let result = write_stdout(&text);
                     (text, result, "<stdout>".into(), what)
                 }
-                Sink::File(path, mut file) => {
+                Sink::File(path, file) => {
                     // Files never get terminal colours.
                     let text = console::strip_ansi_codes(&render(d.format)).into_owned();
-                    let result = file.write_all(text.as_bytes()).and_then(|()| file.flush());
+                    let result = finish(file, &[], &text);
                     (text, result, path, what)
                 }
-                Sink::StepSummary(path, mut file) => {
+                Sink::StepSummary(path, file) => {
                     let md = summary_md::render(report);
                     let text = redact_text(&keys, &crate::text::escape::guard(&md));
-                    let result = file.write_all(text.as_bytes()).and_then(|()| file.flush());
+                    // Appended: what the file held first (written in place, a device or
+                    // a pipe keeps its own).
+                    let before = match &file {
+                        Output::Replace(_) => std::fs::read(&path).unwrap_or_default(),
+                        Output::Direct(..) => Vec::new(),
+                    };
+                    let result = finish(file, &before, &text);
                     (text, result, path, "the step summary".to_string())
                 }
             };

@@ -21,7 +21,8 @@ pub(super) fn init_cmd(args: &InitArgs) -> Result<i32> {
     } else {
         config::STARTER
     };
-    std::fs::write(&path, text).map_err(|e| Error::io(&path, e))?;
+    // Replaced, not written through: a link committed at warden.toml is not followed.
+    warden::atomic_file::write(&path, text.as_bytes()).map_err(|e| Error::io(&path, e))?;
     let what = if args.example {
         "every key with its default"
     } else {

@@ -34,7 +34,15 @@ pub(super) fn merge_cmd(args: &MergeArgs) -> Result<i32> {
     let step_summary = std::env::var_os("GITHUB_STEP_SUMMARY")
         .filter(|p| !p.is_empty())
         .map(PathBuf::from);
-    let outputs = Outputs::open(args.format(), &args.outputs, step_summary)?;
+    let checkout = std::env::current_dir()
+        .ok()
+        .and_then(|d| warden::prepare::repo_root(&d));
+    let outputs = Outputs::open(
+        args.format(),
+        &args.outputs,
+        step_summary,
+        checkout.as_deref(),
+    )?;
     outputs.write(&report)?;
     Ok(report.exit_code())
 }

@@ -75,7 +75,16 @@ fn emit(output: Option<&Path>, text: &str) -> Result<()> {
     let guarded = escape::guard(text);
     let text = guarded.as_ref();
     if let Some(path) = output {
-        return std::fs::write(path, text).map_err(|e| {
+        let checkout = std::env::current_dir()
+            .ok()
+            .and_then(|d| warden::prepare::repo_root(&d));
+        warden::outputs::refuse_linked_folders(path, checkout.as_deref(), "-o")?;
+        let written =
+            warden::atomic_file::Output::open(path, checkout.as_deref()).and_then(|mut o| {
+                std::io::Write::write_all(o.file(), text.as_bytes())?;
+                o.commit()
+            });
+        return written.map_err(|e| {
             Error::Usage(format!(
                 "-o {}: cannot write the file ({e}): create its directory or choose another path",
                 path.display()

@@ -19,7 +19,13 @@ use warden::telemetry::{self, Telemetry};
 
 pub(super) fn review_cmd(args: &ReviewArgs) -> Result<i32> {
     setup_color(&args.ui, args.outputs.iter().any(|o| o.format.is_none()));
-    let prepared = prepare(&args.resolve()?)?;
+    let selection = args.resolve()?;
+    // Files warden writes never go through links the change planted (DESIGN.md §14).
+    let checkout = warden::prepare::repo_root(&selection.dir);
+    if let Some(trace) = &args.trace {
+        warden::outputs::refuse_linked_folders(trace, checkout.as_deref(), "--trace")?;
+    }
+    let prepared = prepare(&selection)?;
     warn(&args.ui, &prepared.settings);
     warn_trust(&args.ui, &prepared.trust);
     if let Some(line) = nothing_to_review(args, &prepared.plan) {
@@ -90,12 +96,18 @@ pub(super) fn review_cmd(args: &ReviewArgs) -> Result<i32> {
     let step_summary = std::env::var_os("GITHUB_STEP_SUMMARY")
         .filter(|p| !p.is_empty())
         .map(PathBuf::from);
-    let outputs = Outputs::open(args.format(), &args.outputs, step_summary)?
-        .redacting(warden::report::configured_keys(&input.settings.routes));
+    let outputs = Outputs::open(
+        args.format(),
+        &args.outputs,
+        step_summary,
+        checkout.as_deref(),
+    )?
+    .redacting(warden::report::configured_keys(&input.settings.routes));
     let telemetry = Telemetry::init(&telemetry::Options {
         trace_file: args.trace.clone(),
         trace_format: args.trace_format,
         trace_content: args.trace_content,
+        checkout: checkout.clone(),
     })?;
     let progress = Arc::new(Progress::new(Mode::detect(args.ui.quiet), args.ui.verbose));
     let sink = progress.sink().tee(telemetry.sink());

@@ -449,9 +449,21 @@ async fn wait_for_reopen(
     // A half-open route with its probe in flight decides soon: wait for its verdict.
     let probing =
         (0..sh.engine.routes.len()).any(|r| sh.engine.breakers.state(r) == BreakerState::HalfOpen);
+    let allowed: &[usize] = if u.work.routes.is_empty() {
+        &sh.engine.all_routes
+    } else {
+        &u.work.routes
+    };
+    let dead = dead_routes(sh, allowed);
     let wake_at = match (reopen, probing) {
         (_, true) => reopen.unwrap_or(until).min(until),
         (Some(t), false) => t,
+        (None, false) if !dead.is_empty() => {
+            return Err(Stop::new(
+                UnitStatus::Unavailable,
+                format!("no route admits calls: {}", dead.join("; ")),
+            ));
+        }
         (None, false) => {
             return Err(Stop::new(
                 UnitStatus::Unavailable,
@@ -459,6 +471,25 @@ async fn wait_for_reopen(
             ));
         }
     };
+    // §14: no unit waits through more than one failed probe round.
+    let now = Instant::now();
+    let opens: u32 = allowed
+        .iter()
+        .map(|r| sh.engine.breakers.figures(*r, now).opens)
+        .sum();
+    match u.opens_when_waiting {
+        Some(seen) if opens > seen && !probing => {
+            return Err(Stop::new(
+                UnitStatus::Unavailable,
+                format!(
+                    "no route admits calls: a half-open probe failed while this unit waited, and it waits no further round{}",
+                    unreachable_note(sh, allowed)
+                ),
+            ));
+        }
+        None => u.opens_when_waiting = Some(opens),
+        _ => {}
+    }
     // No idle waiting: a breaker that reopens only after this unit's deadline cannot
     // serve it, so the unit ends now instead of holding the review open.
     if !probing && wake_at >= until {
@@ -486,6 +517,43 @@ async fn wait_for_reopen(
         return Err(all_open());
     }
     Ok(())
+}
+
+/// "route `r` is dead for the run: 3 failed connections to 127.0.0.1:9" for each of
+/// `allowed` that is.
+fn dead_routes(sh: &Shared, allowed: &[usize]) -> Vec<String> {
+    allowed
+        .iter()
+        .filter_map(|r| {
+            let u = sh.engine.dead.unreachable(*r).filter(|u| u.dead)?;
+            Some(format!(
+                "route `{}` is dead for the run: {}, its half-open probe too",
+                sh.engine.routes[*r].name,
+                u.describe()
+            ))
+        })
+        .collect()
+}
+
+/// " (route `r`: 3 failed connections to 127.0.0.1:9)" for the routes whose last attempts
+/// could not connect.
+fn unreachable_note(sh: &Shared, allowed: &[usize]) -> String {
+    let notes: Vec<String> = allowed
+        .iter()
+        .filter_map(|r| {
+            let u = sh.engine.dead.unreachable(*r)?;
+            Some(format!(
+                "route `{}`: {}",
+                sh.engine.routes[*r].name,
+                u.describe()
+            ))
+        })
+        .collect();
+    if notes.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", notes.join("; "))
+    }
 }
 
 fn passed_over_events(sh: &Shared, unit: usize, passed_over: &[usize]) {

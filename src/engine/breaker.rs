@@ -305,6 +305,13 @@ impl Breaker {
         }
     }
 
+    /// Open for the rest of the run, for a reason the breaker cannot see itself (a route
+    /// whose probe could not connect either, DESIGN.md §14). None when already so.
+    pub fn force_open(&mut self, now: Instant, reason: String) -> Option<Transition> {
+        (self.state != BreakerState::ForcedOpen)
+            .then(|| self.go(BreakerState::ForcedOpen, now, reason))
+    }
+
     fn open_wait(&self) -> Duration {
         let factor = 1u32 << self.level.saturating_sub(1).min(3);
         self.cfg.open_for.saturating_mul(factor.min(MAX_BACKOFF))

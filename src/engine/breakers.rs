@@ -87,6 +87,9 @@ pub trait Breakers: Send + Sync {
         let t = self.record(route, now, outcome, hold.local_probe);
         Box::pin(std::future::ready(t))
     }
+    /// Opens `route`'s breaker for the rest of the run (a route dead for this process:
+    /// its probe could not connect either). None when it already was.
+    fn force_open(&self, route: usize, now: Instant, reason: String) -> Option<Transition>;
     /// When an open breaker lets a probe through (None unless open).
     fn reopens_at(&self, route: usize) -> Option<Instant>;
     /// The state now.
@@ -152,6 +155,10 @@ impl Breakers for LocalBreakers {
         probe: bool,
     ) -> Option<Transition> {
         self.get(route).record(now, outcome, probe)
+    }
+
+    fn force_open(&self, route: usize, now: Instant, reason: String) -> Option<Transition> {
+        self.get(route).force_open(now, reason)
     }
 
     fn reopens_at(&self, route: usize) -> Option<Instant> {

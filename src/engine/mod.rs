@@ -11,6 +11,7 @@ pub mod breakers;
 pub mod bulkhead;
 pub mod clock;
 pub mod cost;
+mod dead;
 pub mod events;
 mod idle;
 pub mod limit;
@@ -207,6 +208,8 @@ pub struct Engine {
     windows: Option<Box<dyn SharedWindows>>,
     /// What a skill's tool loop calls (None: every unit is one request).
     toolbox: Option<Arc<crate::tools::Toolbox>>,
+    /// Routes that cannot be connected to, and those dead for the run (§14).
+    dead: dead::DeadRoutes,
 }
 
 impl Engine {
@@ -218,6 +221,7 @@ impl Engine {
         let breakers =
             LocalBreakers::for_routing(routes.len(), exec.breaker, Instant::now(), exec.routing);
         let pacing = pacing::Pacing::new(routes.len());
+        let dead = dead::DeadRoutes::new(routes.len());
         let engine = Engine {
             all_routes: (0..routes.len()).collect(),
             routes: routes
@@ -245,6 +249,7 @@ impl Engine {
             pacing,
             windows: None,
             toolbox: None,
+            dead,
         };
         engine.apply_limits();
         engine

@@ -220,6 +220,10 @@ pub(super) struct UnitRun<'w> {
     pub(super) last: Option<LastFailure>,
     /// It waited for an open breaker to half-open (a first attempt may).
     pub(super) waited_for_open_routes: bool,
+    /// The breakers' opens (summed over its routes) when it first waited for one to
+    /// half-open: more later means a probe round failed while it waited, and it waits no
+    /// further round (DESIGN.md §14).
+    pub(super) opens_when_waiting: Option<u32>,
     /// Answers of back-pressure so far (section 13).
     pub(super) bounces: u32,
     /// Its tool loop, when its skill reads the repository (section 14).
@@ -254,6 +258,7 @@ impl<'w> UnitRun<'w> {
             hunk_end: None,
             last: None,
             waited_for_open_routes: false,
+            opens_when_waiting: None,
             bounces: 0,
             looping: None,
             turn_from: 0,
@@ -448,6 +453,20 @@ async fn attempt(
         .await;
     if let Some(t) = verdict {
         announce(sh, &route.name, t);
+    }
+    // §14: a probe that cannot connect after attempts that could not: dead for the run.
+    if let Some(dead) = sh
+        .engine
+        .dead
+        .record(slot.route, &record, slot.hold.probe())
+    {
+        let reason = format!(
+            "dead for the run: {} (its half-open probe could not connect either)",
+            dead.describe()
+        );
+        if let Some(t) = sh.engine.breakers.force_open(slot.route, finished, reason) {
+            announce(sh, &route.name, t);
+        }
     }
     sh.sink.emit(Event::AttemptFinished {
         unit: u.index(),

@@ -496,6 +496,13 @@ impl Breakers for FleetBreakers {
         })
     }
 
+    fn force_open(&self, route: usize, now: Instant, reason: String) -> Option<Transition> {
+        // This process's own floor: what it found dead stays dead here whatever the fleet
+        // says (another process may reach the upstream by another network).
+        let t = self.floor.local.force_open(route, now, reason)?;
+        self.floor.show(route, self.fleet_state(route), vec![t])
+    }
+
     fn reopens_at(&self, route: usize) -> Option<Instant> {
         let local = &self.floor.local;
         let fleet = self.fleet_state(route);

@@ -187,6 +187,10 @@ pub struct AttemptRecord {
     /// report label (`rate_limited`, `unavailable`); the engine treats the attempt as a
     /// wait, not a failure. Exhausted quota is never back-pressure.
     pub backpressure: bool,
+    /// `host:port` when the attempt could not connect at all (refused, unreachable, a name
+    /// that does not resolve): no request reached anything. A route whose attempts and
+    /// half-open probe all end so is dead for the run (DESIGN.md §14).
+    pub unreachable: Option<Box<str>>,
     /// The gateway that answered, when its response headers name one (`litellm`): a
     /// gateway may retry on its own inside what warden counts as one attempt.
     pub gateway: Option<&'static str>,
@@ -232,6 +236,7 @@ impl AttemptRecord {
             reason: "the attempt did not finish".into(),
             retry_after: None,
             backpressure: false,
+            unreachable: None,
             gateway: None,
             rate_limit: None,
             correction: None,

@@ -21,6 +21,8 @@ pub struct Failure {
     pub retry_after: Option<Duration>,
     /// "Not now" before any model work (see `AttemptRecord::backpressure`).
     pub backpressure: bool,
+    /// The address a connection could not be made to (see `AttemptRecord::unreachable`).
+    pub unreachable: Option<Box<str>>,
 }
 
 impl Failure {
@@ -32,6 +34,7 @@ impl Failure {
             reason: reason.into(),
             retry_after: None,
             backpressure: false,
+            unreachable: None,
         }
     }
 

@@ -318,12 +318,31 @@ fn send_failure(e: &reqwest::Error, url: &reqwest::Url, limits: &Limits) -> Fail
     if e.is_timeout() {
         return Failure::timeout(Stage::Connect, limits);
     }
-    let what = if e.is_connect() {
-        "connection failed"
-    } else {
-        "request failed"
-    };
-    Failure::new(Outcome::Unavailable, format!("{what}: {}", root_cause(e)))
+    if e.is_connect() {
+        // Nothing listens, no route to the host, or its name does not resolve: no request
+        // reached anything (the breaker may call the route dead, DESIGN.md §14).
+        let address = address(url);
+        let mut f = Failure::new(
+            Outcome::Unavailable,
+            format!("cannot connect to {address}: {}", root_cause(e)),
+        );
+        f.unreachable = Some(address.into());
+        return f;
+    }
+    Failure::new(
+        Outcome::Unavailable,
+        format!("request failed: {}", root_cause(e)),
+    )
+}
+
+/// `host:port` of `url` (the scheme's port when none is written).
+fn address(url: &reqwest::Url) -> String {
+    let host = url.host_str().unwrap_or("?");
+    // An IPv6 host comes bracketed already.
+    match url.port_or_known_default() {
+        Some(p) => format!("{host}:{p}"),
+        None => host.to_string(),
+    }
 }
 
 /// The reason for a body that passed `cap` bytes.

@@ -425,6 +425,7 @@ pub(crate) fn finish(
             record.reason = secret::clean(key, &f.reason, secret::REASON_CHARS);
             record.retry_after = f.retry_after;
             record.backpressure = f.backpressure;
+            record.unreachable = f.unreachable;
             Attempt::new(record, None)
         }
     }

@@ -41,14 +41,20 @@ pub struct Options {
     pub trace_format: TraceFormat,
     /// `--trace-content`: prompts on attempt spans (off by default, for privacy).
     pub trace_content: bool,
+    /// The repository whose links the trace file never follows (see
+    /// `crate::atomic_file::Output`).
+    pub checkout: Option<PathBuf>,
 }
 
 /// Installed telemetry: feed it events through [`Telemetry::sink`], then call
 /// [`Telemetry::finish`] once the review is over.
 pub struct Telemetry {
     jsonl: Option<jsonl::Writer>,
-    /// `--trace-format chrome`: the file (created up front) and the event recorder.
-    chrome: Option<(PathBuf, std::fs::File, Arc<chrome::Recorder>)>,
+    /// `--trace-format chrome`: the event recorder (written to `trace` at the end).
+    chrome: Option<(PathBuf, Arc<chrome::Recorder>)>,
+    /// The `--trace` file: a temporary beside it (created up front), renamed over it by
+    /// [`Telemetry::finish`], so a link at the path is replaced, never written through.
+    trace: Option<crate::atomic_file::Output>,
     spans: Arc<spans::Spans>,
     #[cfg(feature = "otlp")]
     otlp: Option<(otlp::Otlp, Arc<otlp::Metrics>)>,
@@ -57,22 +63,27 @@ pub struct Telemetry {
 impl Telemetry {
     /// Installs the global subscriber if any sink is wanted; otherwise costs nothing.
     pub fn init(opts: &Options) -> Result<Telemetry> {
-        let file = match &opts.trace_file {
-            Some(p) => Some(std::fs::File::create(p).map_err(|e| {
-                Error::Usage(format!(
-                    "--trace {}: cannot create the file ({e})",
-                    p.display()
-                ))
-            })?),
+        let cannot = |p: &std::path::Path, e: std::io::Error| {
+            Error::Usage(format!(
+                "--trace {}: cannot create the file ({e})",
+                p.display()
+            ))
+        };
+        let trace = match &opts.trace_file {
+            Some(p) => Some(
+                crate::atomic_file::Output::open(p, opts.checkout.as_deref())
+                    .map_err(|e| cannot(p, e))?,
+            ),
             None => None,
         };
-        let (jsonl, chrome) = match (file, &opts.trace_file, opts.trace_format) {
-            (Some(f), _, TraceFormat::Jsonl) => {
+        let (jsonl, chrome) = match (&trace, opts.trace_format) {
+            (Some(t), TraceFormat::Jsonl) => {
+                let f = t.handle().map_err(|e| cannot(t.path(), e))?;
                 (Some(Arc::new(Mutex::new(std::io::BufWriter::new(f)))), None)
             }
-            (Some(f), Some(p), TraceFormat::Chrome) => (
+            (Some(t), TraceFormat::Chrome) => (
                 None,
-                Some((p.clone(), f, Arc::new(chrome::Recorder::new()))),
+                Some((t.path().to_path_buf(), Arc::new(chrome::Recorder::new()))),
             ),
             _ => (None, None),
         };
@@ -107,6 +118,7 @@ impl Telemetry {
         Ok(Telemetry {
             jsonl,
             chrome,
+            trace,
             spans: Arc::new(spans::Spans::new(opts.trace_content)),
             #[cfg(feature = "otlp")]
             otlp,
@@ -118,6 +130,7 @@ impl Telemetry {
         Telemetry {
             jsonl: None,
             chrome: None,
+            trace: None,
             spans: Arc::new(spans::Spans::new(trace_content)),
             #[cfg(feature = "otlp")]
             otlp: None,
@@ -127,7 +140,7 @@ impl Telemetry {
     /// This telemetry as an event consumer: spans, and metrics when OTLP is on.
     pub fn sink(&self) -> Sink {
         let spans = self.spans.clone();
-        let chrome = self.chrome.as_ref().map(|(_, _, r)| r.clone());
+        let chrome = self.chrome.as_ref().map(|(_, r)| r.clone());
         #[cfg(feature = "otlp")]
         let metrics = self.otlp.as_ref().map(|(_, m)| m.clone());
         Sink::new(move |e| {
@@ -144,8 +157,9 @@ impl Telemetry {
 
     /// Writes the Chrome trace and flushes every sink within [`FLUSH_BOUND`].
     pub fn finish(self) {
-        if let Some((path, file, recorder)) = self.chrome {
-            let mut w = std::io::BufWriter::new(file);
+        let mut trace = self.trace;
+        if let (Some((path, recorder)), Some(t)) = (self.chrome, trace.as_mut()) {
+            let mut w = std::io::BufWriter::new(t.file());
             let written = serde_json::to_writer(&mut w, &recorder.render())
                 .map_err(std::io::Error::from)
                 .and_then(|()| w.flush());
@@ -164,6 +178,15 @@ impl Telemetry {
             && let Ok(mut w) = w.lock()
         {
             let _ = w.flush();
+        }
+        if let Some(t) = trace {
+            let path = t.path().to_path_buf();
+            if let Err(e) = t.commit() {
+                crate::text::stdio::eprint_line(&format!(
+                    "warning: --trace {}: cannot write the trace ({e})",
+                    path.display()
+                ));
+            }
         }
     }
 }

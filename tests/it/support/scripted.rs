@@ -25,6 +25,8 @@ pub enum Step {
     RateLimited(Duration, Duration),
     /// 529 overloaded after this long (back-pressure without a Retry-After).
     Overloaded(Duration),
+    /// The connection is refused after this long (nothing listens at the address).
+    Refused(Duration),
     /// No answer: time out at the attempt's deadline, as a real client does.
     Hang,
     /// Never return at all (only cancellation ends it).
@@ -148,9 +150,11 @@ impl Scripted {
         };
         let step = (self.script)(n);
         let in_time = match step {
-            Step::Ok(d, _) | Step::Fail(d, _) | Step::RateLimited(d, _) | Step::Overloaded(d) => {
-                wait(d).await
-            }
+            Step::Ok(d, _)
+            | Step::Fail(d, _)
+            | Step::RateLimited(d, _)
+            | Step::Overloaded(d)
+            | Step::Refused(d) => wait(d).await,
             Step::Hang => wait(Duration::MAX).await,
             Step::HangForever => {
                 std::future::pending::<()>().await;
@@ -185,6 +189,12 @@ impl Scripted {
             Step::Fail(_, o) => {
                 record.outcome = o;
                 record.reason = format!("scripted {o}");
+                Attempt::new(record, None)
+            }
+            Step::Refused(_) => {
+                record.outcome = Outcome::Unavailable;
+                record.unreachable = Some("127.0.0.1:9".into());
+                record.reason = "cannot connect to 127.0.0.1:9: Connection refused".into();
                 Attempt::new(record, None)
             }
             Step::RateLimited(_, ra) => {

@@ -1,0 +1,146 @@
+//! Issue 27, point 7 (DESIGN.md §14, "Failures that are facts end fast"): a route where
+//! nothing listens is dead for the run once its half-open probe cannot connect either;
+//! units only it could serve end `unavailable` at once, naming its address, and no unit
+//! waits through more than one failed probe round.
+
+use crate::engine_policy::{exec, run_with};
+use crate::support::review::*;
+use crate::support::scripted::{self, Scripted, Step};
+use std::time::Duration;
+use warden::engine::{BreakerState, Event, UnitStatus};
+use warden::provider::Outcome;
+
+const S: fn(u64) -> Duration = Duration::from_secs;
+
+/// 12 units, one route that refuses every connection, 120 s budget, openFor 5 s.
+#[tokio::test(start_paused = true)]
+async fn a_dead_route_ends_a_12_unit_review_after_one_probe_round() {
+    let dead = Scripted::always("dead", Step::Refused(Duration::from_millis(1)));
+    let mut e = exec();
+    e.review_budget = S(120);
+    e.hunk_budget = S(60);
+    e.breaker.open_for = S(5);
+    let (r, tl) = run_with(vec![(dead.clone(), 4)], e, scripted::units(12)).await;
+    // Paused clock: the last unit ended at one openFor (5 s) and the probe's millisecond,
+    // not after the 10 s, 20 s, 40 s open periods that follow a failed probe.
+    let ended = tl
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|(_, e)| matches!(e, Event::UnitFinished { .. }))
+        .map(|(t, _)| *t)
+        .max()
+        .unwrap();
+    assert!(ended < S(6), "the review ended after {ended:?}");
+    assert!(r.elapsed < S(6), "{:?}", r.elapsed);
+    for u in &r.units {
+        assert_eq!(u.status, UnitStatus::Unavailable, "{u:?}");
+        assert!(u.reason.contains("127.0.0.1:9"), "{}", u.reason);
+    }
+    // One probe round: the attempts before the breaker opened, and the one probe.
+    let probes: usize = r
+        .units
+        .iter()
+        .flat_map(|u| &u.attempts)
+        .filter(|a| a.probe)
+        .count();
+    assert_eq!(probes, 1);
+    let forced = tl.lock().unwrap().iter().any(|(_, e)| {
+        matches!(e, Event::Breaker { to: BreakerState::ForcedOpen, reason, .. } if reason.contains("dead for the run"))
+    });
+    assert!(forced, "the breaker says the route is dead");
+    // Units that never got an attempt say why in terms of the route's address.
+    let waited: Vec<_> = r.units.iter().filter(|u| u.attempts.is_empty()).collect();
+    assert!(!waited.is_empty());
+    for u in waited {
+        assert!(u.reason.contains("dead for the run"), "{}", u.reason);
+    }
+}
+
+/// A route that answers 503 (it is there, only failing) is not dead; still, a unit waits
+/// through one failed probe round only.
+#[tokio::test(start_paused = true)]
+async fn no_unit_waits_through_more_than_one_failed_probe_round() {
+    let failing = Scripted::always("failing", Step::Fail(S(1), Outcome::Unavailable));
+    let mut e = exec();
+    e.review_budget = S(600);
+    e.hunk_budget = S(300);
+    e.breaker.open_for = S(5);
+    let (r, tl) = run_with(vec![(failing, 2)], e, scripted::units(12)).await;
+    let opens = tl
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|(_, e)| {
+            matches!(
+                e,
+                Event::Breaker {
+                    to: BreakerState::Open,
+                    ..
+                }
+            )
+        })
+        .count();
+    // Opened, re-opened after the first failed probe, and at most once more by a unit
+    // that had not waited yet: no unit sat through the 10 s + 20 s + 40 s rounds.
+    assert!(opens <= 3, "{opens} opens");
+    assert!(r.elapsed < S(5 + 1 + 10 + 1 + 1), "{:?}", r.elapsed);
+    for u in &r.units {
+        assert_eq!(u.status, UnitStatus::Unavailable, "{u:?}");
+        assert_ne!(
+            u.status,
+            UnitStatus::Reviewed,
+            "a failing route reviews nothing"
+        );
+    }
+    assert!(
+        r.units
+            .iter()
+            .any(|u| u.reason.contains("waits no further round")),
+        "{:?}",
+        r.units.iter().map(|u| &u.reason).collect::<Vec<_>>()
+    );
+}
+
+/// The real binary against a closed loopback port: the reasons name it, the review ends
+/// within 15 s of a 120 s budget, and the report's counters show one probe round.
+#[test]
+fn a_route_where_nothing_listens_ends_a_12_unit_review_within_15s() {
+    // A port that was just bound and released: nothing listens there.
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let review = Review::new(12);
+    let route = route_cfg(
+        "dead",
+        "openai",
+        format!("http://127.0.0.1:{port}/v1"),
+        false,
+    );
+    review.config(&[("reviewBudget", "120s"), ("hunkBudget", "60s")], &[route]);
+    let cfg = review.config_path();
+    let text = std::fs::read_to_string(&cfg)
+        .unwrap()
+        .replace("maxConcurrency = 1\n", "maxConcurrency = 4\n")
+        .replacen(
+            "[[routes]]",
+            "[execution.breaker]\nopenFor = \"5s\"\n[[routes]]",
+            1,
+        );
+    std::fs::write(&cfg, text).unwrap();
+    let (code, v, stderr, took) = review.json(&[]);
+    eprintln!("dead route, 12 units: {took:?}");
+    assert_eq!(v["budgetExpired"], false, "{stderr}");
+    assert!(took < S(15), "took {took:?}: {stderr}");
+    assert_eq!(code, 3, "{stderr}");
+    assert_eq!(units(&v).len(), 12);
+    let address = format!("127.0.0.1:{port}");
+    for u in units(&v) {
+        assert_eq!(u["status"], "unavailable", "{u}");
+        assert!(u["reason"].as_str().unwrap().contains(&address), "{u}");
+    }
+    let probes = attempts(&v).iter().filter(|a| a["probe"] == true).count();
+    assert_eq!(probes, 1, "one probe round");
+    assert_eq!(v["routes"]["dead"]["breaker"]["state"], "forced_open");
+}
