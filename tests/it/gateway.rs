@@ -192,4 +192,14 @@ fn a_gateway_limiting_parallel_requests_is_back_pressure_and_every_unit_is_revie
         "gateway max_parallel_requests 2, cap 8, 20 units: {took:?}, {} attempts, {limited} rate_limited",
         outcomes.len()
     );
+    // The test is about back-pressure: the gateway must have said "not now" (8 requests
+    // against its 2), and each unit still ended with one answer.
+    assert!(limited >= 1, "the gateway never answered 429: {outcomes:?}");
+    let ok = outcomes.iter().filter(|o| **o == "ok").count();
+    assert_eq!(ok, 20, "{outcomes:?}");
+    assert_eq!(
+        outcomes.len(),
+        ok + limited,
+        "only answers and 429s: {outcomes:?}"
+    );
 }
