@@ -28,6 +28,7 @@ fn route(base: String, cap: usize) -> Route {
         stream: true,
         base_url: Some(base),
         max_tokens: 1024,
+        max_tokens_ceiling: None,
         ca_cert: None,
         sim: SimOptions::default(),
         spill: true,

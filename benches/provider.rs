@@ -53,6 +53,7 @@ fn main() {
                 stream,
                 base_url: Some(fake.base_url()),
                 max_tokens: 1024,
+                max_tokens_ceiling: None,
                 ca_cert: None,
                 sim: SimOptions::default(),
                 spill: true,

@@ -301,6 +301,9 @@ impl ReviewCache {
             moves: Vec::new(),
             findings,
             dropped_findings: a.dropped,
+            // The cache keeps the count, not the names.
+            dropped: Vec::new(),
+            answer_cut: false,
             findings_cut: 0,
             from_cache: Some(FromCache {
                 cached_at: a.cached_at,

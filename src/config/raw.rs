@@ -237,6 +237,8 @@ pub(crate) struct RawRoute {
     pub stream: Option<bool>,
     pub base_url: Option<S<String>>,
     pub max_tokens: Option<S<u32>>,
+    /// The most a cut answer's one retry may ask for (DESIGN.md §14).
+    pub max_tokens_ceiling: Option<S<u32>>,
     /// A PEM file of CA certificates this route's endpoint is trusted by.
     pub ca_cert: Option<S<String>>,
     /// sim only: latency/fault profile name.

@@ -41,6 +41,10 @@ pub struct Route {
     pub base_url: Option<String>,
     /// The answer's token cap sent with each request.
     pub max_tokens: u32,
+    /// `maxTokensCeiling`: the most a cut answer's one retry asks for (unset: twice
+    /// `maxTokens`, so the retry doubles the cap; set it to the model's own output
+    /// limit when that is lower).
+    pub max_tokens_ceiling: Option<u32>,
     /// `caCert`: CA certificates trusted for this route, beside the built-in and
     /// system roots (a private CA, a TLS-inspecting proxy).
     pub ca_cert: Option<CaCert>,
@@ -181,6 +185,13 @@ pub const MAX_CONCURRENCY: usize = 1024;
 pub const DEFAULT_MAX_TOKENS: u32 = 4096;
 
 impl Route {
+    /// The most a cut answer's retry asks for (DESIGN.md §14): `maxTokensCeiling`, else
+    /// twice `maxTokens`.
+    pub fn max_tokens_ceiling(&self) -> u32 {
+        self.max_tokens_ceiling
+            .unwrap_or(self.max_tokens.saturating_mul(2))
+    }
+
     /// A route with every optional setting at its default: the provider's usual key
     /// variable, streaming, the provider's endpoint, [`DEFAULT_MAX_TOKENS`].
     pub fn new(name: &str, provider: ProviderKind, model: &str, max_concurrency: usize) -> Route {
@@ -194,6 +205,7 @@ impl Route {
             stream: true,
             base_url: None,
             max_tokens: DEFAULT_MAX_TOKENS,
+            max_tokens_ceiling: None,
             ca_cert: None,
             sim: SimOptions::default(),
             spill: true,

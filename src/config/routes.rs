@@ -68,6 +68,20 @@ fn resolve_route(r: &RawRoute, ctx: &Ctx, default_cap: usize) -> Result<Route, E
     if let Some(t) = &r.max_tokens {
         route.max_tokens = ctx.positive(t, &format!("route `{name}` maxTokens"))?;
     }
+    if let Some(t) = &r.max_tokens_ceiling {
+        let key = format!("route `{name}` maxTokensCeiling");
+        let ceiling = ctx.positive(t, &key)?;
+        if ceiling < route.max_tokens {
+            return Err(ctx.err(
+                t,
+                format!(
+                    "{key}: {ceiling} is below maxTokens ({}): write a ceiling at least as high, or lower maxTokens",
+                    route.max_tokens
+                ),
+            ));
+        }
+        route.max_tokens_ceiling = Some(ceiling);
+    }
     route.base_url = r
         .base_url
         .as_ref()

@@ -11,6 +11,7 @@ pub mod breakers;
 pub mod bulkhead;
 pub mod clock;
 pub mod cost;
+mod cut;
 mod dead;
 pub mod events;
 mod idle;
@@ -94,6 +95,9 @@ pub struct EngineRoute {
     pub prices: Option<Prices>,
     /// The answer's token cap (the output estimate before any answer is seen).
     pub max_tokens: u32,
+    /// The most a cut answer's one retry may ask for (section 14: twice the cap, up to
+    /// this).
+    pub max_tokens_ceiling: u32,
 }
 
 impl EngineRoute {
@@ -105,6 +109,7 @@ impl EngineRoute {
             spill: true,
             prices: None,
             max_tokens: 4096,
+            max_tokens_ceiling: 8192,
         }
     }
 
@@ -116,6 +121,7 @@ impl EngineRoute {
             spill: route.spill,
             prices: route.prices,
             max_tokens: route.max_tokens,
+            max_tokens_ceiling: route.max_tokens_ceiling(),
         }
     }
 }
@@ -137,6 +143,7 @@ struct Route {
     spill: bool,
     prices: Option<Prices>,
     max_tokens: u32,
+    max_tokens_ceiling: u32,
     /// What its attempts used so far, for cost estimates.
     observed: std::sync::Mutex<cost::Observed>,
     /// Its attempts in flight in this process (the load a latency sample was taken at).
@@ -233,6 +240,7 @@ impl Engine {
                     spill: r.spill,
                     prices: r.prices,
                     max_tokens: r.max_tokens,
+                    max_tokens_ceiling: r.max_tokens_ceiling,
                     observed: Default::default(),
                     in_flight: AtomicUsize::new(0),
                     limit: std::sync::Mutex::new(limit::AdaptiveLimit::new(r.max_concurrency)),

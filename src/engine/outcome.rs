@@ -121,6 +121,11 @@ pub struct UnitResult {
     pub findings: Vec<ModelFinding>,
     /// Findings the answer had that were out of range or invalid.
     pub dropped_findings: usize,
+    /// The first of those, named (entry, title, why).
+    pub dropped: Vec<crate::findings::Dropped>,
+    /// Its result comes from an answer the output cap cut (section 14): the findings
+    /// complete before the cut are kept, and the unit is never `reviewed` on it.
+    pub answer_cut: bool,
     /// Findings past the route's `maxFindingsPerAnswer`, counted unread.
     pub findings_cut: usize,
     /// Set when the result is an earlier run's answer from the result cache (no request).

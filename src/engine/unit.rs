@@ -64,7 +64,7 @@ pub(super) async fn run(sh: &Shared<'_>, index: usize, work: &UnitInfo) {
         }
         // Rules 1 and 3: one request under nested deadlines, cancelled with the review.
         let route = slot.route;
-        let (record, extracted) = attempt(sh, &mut u, slot, now, hunk_end).await;
+        let (record, extracted, cut) = attempt(sh, &mut u, slot, now, hunk_end).await;
         if record.outcome == Outcome::Ok {
             sh.depth.observe(record.duration);
             if let Some(l) = &mut u.looping {
@@ -78,6 +78,15 @@ pub(super) async fn run(sh: &Shared<'_>, index: usize, work: &UnitInfo) {
                 }
             };
             return u.reviewed(sh, &record.route, ex);
+        }
+        // Section 14: a cut (or an object that did not end) keeps its findings; a cut is
+        // retried once with twice the output cap.
+        if record.outcome == Outcome::BadResponse && (cut || extracted.is_some()) {
+            let ex = extracted.unwrap_or_default();
+            match super::cut::after_incomplete(sh, &mut u, route, &record, ex, cut, hunk_end) {
+                super::cut::Next::Retry => continue,
+                super::cut::Next::End(stop) => return u.finish(sh, stop),
+            }
         }
         if record.backpressure {
             if let Err(stop) = bounced(sh, &mut u, route, &record, started) {
@@ -235,6 +244,10 @@ pub(super) struct UnitRun<'w> {
     pub(super) answered: Option<(String, Vec<crate::provider::ToolCall>)>,
     /// Attempts sent again after the route fixed a refused parameter (section 14).
     pub(super) resends: u32,
+    /// The output cap of its next attempts, once a cut raised it (section 14).
+    pub(super) output_cap: Option<u32>,
+    /// Its one retry after a cut was made.
+    pub(super) cut_retried: bool,
 }
 
 impl<'w> UnitRun<'w> {
@@ -251,6 +264,8 @@ impl<'w> UnitRun<'w> {
                 moves: Vec::new(),
                 findings: Vec::new(),
                 dropped_findings: 0,
+                dropped: Vec::new(),
+                answer_cut: false,
                 findings_cut: 0,
                 from_cache: None,
                 tool_loop: None,
@@ -264,6 +279,8 @@ impl<'w> UnitRun<'w> {
             turn_from: 0,
             answered: None,
             resends: 0,
+            output_cap: None,
+            cut_retried: false,
         }
     }
 
@@ -340,9 +357,9 @@ impl<'w> UnitRun<'w> {
     }
 
     pub(super) fn reviewed(mut self, sh: &Shared, route: &str, ex: Extracted) {
-        self.result.findings = ex.findings;
-        self.result.dropped_findings = ex.dropped_out_of_range + ex.dropped_invalid;
-        self.result.findings_cut = ex.over_cap;
+        // A complete answer after a cut: the cut answer's findings stay (section 5).
+        super::cut::keep(&mut self, ex);
+        self.result.answer_cut = false;
         self.result.route = Some(route.to_string());
         self.finish(
             sh,
@@ -376,7 +393,7 @@ async fn attempt(
     slot: Slot,
     now: Instant,
     hunk_end: Instant,
-) -> (AttemptRecord, Option<Extracted>) {
+) -> (AttemptRecord, Option<Extracted>, bool) {
     let route = &sh.engine.routes[slot.route];
     let hunk_remaining = hunk_end.saturating_duration_since(now);
     let review_remaining = sh.review_remaining(now);
@@ -402,6 +419,7 @@ async fn attempt(
     });
     let mut req = AttemptRequest::new((*u.work.prompt).clone(), u.work.lines, sh.limits(deadline));
     req.conversation = u.looping.as_ref().and_then(|l| l.conversation());
+    req.output_cap = u.output_cap;
     sh.in_flight.fetch_add(1, Ordering::SeqCst);
     let load = route.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
     let result = tokio::select! {
@@ -414,12 +432,13 @@ async fn attempt(
     route.in_flight.fetch_sub(1, Ordering::SeqCst);
     let finished = Instant::now();
     let ran = finished.saturating_duration_since(now);
-    let (mut record, extracted) = match result {
+    let (mut record, extracted, cut) = match result {
         Some(a) => {
+            let cut = a.finish.as_ref().is_some_and(|f| f.is_cut());
             u.answered = Some((a.text, a.calls));
-            (a.record, a.extracted)
+            (a.record, a.extracted, cut)
         }
-        None => (cancelled_record(sh, slot.route, &req, ran), None),
+        None => (cancelled_record(sh, slot.route, &req, ran), None, false),
     };
     if record.outcome == Outcome::Timeout && sh.budget_spent(finished) {
         // Its deadline was the review's: the review budget cut it, not the route.
@@ -489,7 +508,7 @@ async fn attempt(
         cost_usd,
         record: record.clone(),
     });
-    (record, extracted)
+    (record, extracted, cut)
 }
 
 /// Section 13: the route's effective limit learns from the attempt (`load`: the route's

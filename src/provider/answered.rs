@@ -17,6 +17,9 @@ pub(crate) struct Answered {
     finish: Option<FinishReason>,
     /// The request carried a conversation (a loop turn may end in calls alone).
     looping: bool,
+    /// The findings complete before a cut (or before the object stopped): kept on a
+    /// `bad_response`.
+    kept: Option<Extracted>,
 }
 
 impl Answered {
@@ -35,50 +38,91 @@ impl Answered {
             submit: (!submit.is_empty()).then(|| submit.swap_remove(0)),
             finish,
             looping: req.conversation.is_some(),
+            kept: None,
         }
     }
 
-    /// The finished attempt, with this answer's calls, text and finish reason.
+    /// The finished attempt, with this answer's calls, text and finish reason; a
+    /// `bad_response` that was cut (or whose object did not end) carries the findings
+    /// complete before that point, so that the engine keeps them.
     pub(crate) fn into_attempt(self, mut attempt: Attempt) -> Attempt {
         (attempt.calls, attempt.text, attempt.finish) = (self.calls, self.text, self.finish);
+        if attempt.record.outcome == Outcome::BadResponse && attempt.extracted.is_none() {
+            attempt.extracted = self.kept;
+        }
         attempt
     }
 
-    /// The findings of the answer: a `submit_findings` call's arguments, else its text.
-    /// A loop turn of calls without a findings object is a turn (`None`), not a failure.
+    /// Where the findings object is: a `submit_findings` call's arguments, else the text.
+    fn source(&self) -> &str {
+        self.submit.as_ref().map_or(&self.text, |s| &s.arguments)
+    }
+
+    /// The findings of the answer, read here (the sim's small answers).
     pub(crate) fn findings(
-        &self,
+        &mut self,
         req: &AttemptRequest,
         cap: usize,
     ) -> std::result::Result<Option<Extracted>, Failure> {
-        let source = self.submit.as_ref().map_or(&self.text, |s| &s.arguments);
         let (start, end) = req.lines;
+        let got = findings::extract_capped(self.source(), start, end, cap);
+        self.judge(got)
+    }
+
+    /// The findings of the answer, read on tokio's blocking pool when it is large
+    /// (DESIGN.md §14): an answer of up to the 8 MiB body cap is read off the async
+    /// workers, so it cannot hold up other attempts' clocks or the signal handler. One
+    /// under [`INLINE_BYTES`] is read in place: the pass takes well under a millisecond
+    /// there, less than handing it to a pool thread (which may first have to be spawned,
+    /// on the worker, while other attempts' clocks wait).
+    pub(crate) async fn findings_off_workers(
+        &mut self,
+        req: &AttemptRequest,
+        cap: usize,
+    ) -> std::result::Result<Option<Extracted>, Failure> {
+        if self.source().len() < INLINE_BYTES {
+            return self.findings(req, cap);
+        }
+        let source = self.source().to_string();
+        let (start, end) = req.lines;
+        let got =
+            tokio::task::spawn_blocking(move || findings::extract_capped(&source, start, end, cap))
+                .await
+                .unwrap_or_else(|e| Err(format!("the findings extraction did not finish ({e})")));
+        self.judge(got)
+    }
+
+    /// What the extraction means for the attempt. A loop turn of calls without a
+    /// findings object is a turn (`None`), not a failure. An answer the output cap cut,
+    /// or whose object did not end, is never a clean review (DESIGN.md §14): a
+    /// `bad_response` that keeps its complete findings (see [`Self::into_attempt`]).
+    fn judge(
+        &mut self,
+        got: std::result::Result<Extracted, String>,
+    ) -> std::result::Result<Option<Extracted>, Failure> {
         let cut = self.finish.as_ref().is_some_and(FinishReason::is_cut);
-        match findings::extract_capped(source, start, end, cap) {
+        match got {
             Ok(ex) if !cut && ex.incomplete.is_none() => Ok(Some(ex)),
-            // DESIGN.md §14: a cut or an object that did not end is never a clean review.
             Ok(ex) => {
-                let why = ex
-                    .incomplete
-                    .unwrap_or_else(|| "its findings object closed".into());
-                Err(Failure::new(
-                    Outcome::BadResponse,
-                    if cut {
-                        format!("answer cut off at max_tokens; {why}")
-                    } else {
-                        why
-                    },
-                ))
+                let n = ex.findings.len();
+                let why = match (cut, &ex.incomplete) {
+                    (false, Some(why)) => why.clone(),
+                    _ => CUT.to_string(),
+                };
+                let s = if n == 1 { "" } else { "s" };
+                self.kept = Some(ex);
+                let reason = format!("{why}; {n} complete finding{s} kept");
+                Err(Failure::new(Outcome::BadResponse, reason))
             }
             Err(_) if self.looping && self.submit.is_none() && !self.calls.is_empty() => Ok(None),
-            Err(why) => {
-                let why = if self.finish.as_ref().is_some_and(FinishReason::is_cut) {
-                    format!("answer cut off at max_tokens; {why}")
-                } else {
-                    why
-                };
-                Err(Failure::new(Outcome::BadResponse, why))
-            }
+            Err(why) if cut => Err(Failure::new(Outcome::BadResponse, format!("{CUT}; {why}"))),
+            Err(why) => Err(Failure::new(Outcome::BadResponse, why)),
         }
     }
 }
+
+/// Answers shorter than this are read in place (see `findings_off_workers`).
+const INLINE_BYTES: usize = 64 * 1024;
+
+/// An attempt's reason when the provider said the output cap cut the answer.
+pub(crate) const CUT: &str = "answer cut at the output cap (the provider's finish reason says so)";

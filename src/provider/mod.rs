@@ -322,16 +322,20 @@ impl HttpProvider {
             }
         }
         let mut turn = answered::Answered::default();
-        let result = result.and_then(|answer| {
-            record.model_answered = answer.model.clone();
-            record.usage = answer.usage;
-            if answer.request_id.is_some() {
-                record.request_id = answer.request_id.clone();
+        let result = match result {
+            Ok(answer) => {
+                record.model_answered = answer.model.clone();
+                record.usage = answer.usage;
+                if answer.request_id.is_some() {
+                    record.request_id = answer.request_id.clone();
+                }
+                let finish = answer.finish_reason.as_deref().map(FinishReason::from_wire);
+                turn = answered::Answered::new(answer.text, answer.calls, finish, req);
+                let cap = self.route.max_findings_per_answer;
+                turn.findings_off_workers(req, cap).await
             }
-            let finish = answer.finish_reason.as_deref().map(FinishReason::from_wire);
-            turn = answered::Answered::new(answer.text, answer.calls, finish, req);
-            turn.findings(req, self.route.max_findings_per_answer)
-        });
+            Err(f) => Err(f),
+        };
         turn.into_attempt(finish(record, result, self.key.as_ref()))
     }
 }

@@ -358,7 +358,7 @@ impl SimProvider {
             cost: None,
             ..Usage::default()
         });
-        let answered = Answered::new(turn.text, turn.calls, Some(turn.finish), req);
+        let mut answered = Answered::new(turn.text, turn.calls, Some(turn.finish), req);
         let result = answered.findings(req, findings::DEFAULT_MAX_FINDINGS_PER_ANSWER);
         Ok((answered, result))
     }

@@ -79,6 +79,7 @@ pub fn build(
         findings,
         skipped_files: plan.skipped_files.clone(),
         cuts: super::cuts::cuts(&plan.skipped_files, &settings.scan),
+        dropped_findings: super::dropped::named(plan, &engine.units),
         warnings: config_warnings(settings),
         verification: verification.map(|v| v.summary.clone()),
         fail_on: settings.fail_on.to_string(),
@@ -228,6 +229,8 @@ fn unit_report(plan: &Plan, unit: &Unit, result: &UnitResult, judge: &mut Judge)
         findings,
         findings_cut: result.findings_cut,
         tool_loop: result.tool_loop.clone(),
+        answer_cut: result.answer_cut,
+        findings_dropped: result.dropped_findings,
     }
 }
 

@@ -97,6 +97,8 @@ mod tests {
             findings,
             findings_cut: 0,
             tool_loop: None,
+            answer_cut: false,
+            findings_dropped: 0,
         }
     }
 

@@ -60,6 +60,11 @@ pub fn render(r: &Report) -> String {
             escape_data(&w.message)
         );
     }
+    // Each dropped finding, named (DESIGN.md §14).
+    for d in &r.dropped_findings {
+        let msg = format!("finding dropped: {}", d.message());
+        let _ = writeln!(out, "::warning title=warden::{}", escape_data(&msg));
+    }
     // One notice per limit that cut files, not one per file.
     for c in &r.cuts {
         let _ = writeln!(out, "::notice title=warden::{}", escape_data(&c.message()));

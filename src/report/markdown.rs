@@ -285,6 +285,7 @@ fn body(r: &Report, shown: usize) -> String {
     }
     findings(&mut out, r, shown);
     cut_by_limits(&mut out, r);
+    super::dropped::markdown(&mut out, r, NOT_REVIEWED_ROWS);
     not_reviewed(&mut out, r);
     routes(&mut out, r);
     out

@@ -144,7 +144,12 @@ fn join(whole: Shard, reports: Vec<Report>) -> Report {
             warnings.push(w.clone());
         }
     }
+    let dropped: Vec<_> = reports
+        .iter()
+        .flat_map(|r| r.dropped_findings.iter().cloned())
+        .collect();
     let mut base = reports.into_iter().next().expect("at least one report");
+    base.dropped_findings = dropped;
     base.outcome = summary.outcome();
     base.summary = summary;
     base.counters = counters;

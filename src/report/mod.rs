@@ -5,6 +5,7 @@
 mod build;
 mod cuts;
 mod dedupe;
+mod dropped;
 mod fit;
 mod format;
 pub mod github;
@@ -28,6 +29,7 @@ mod warnings;
 
 pub use build::build;
 pub use cuts::Cut;
+pub use dropped::DroppedFinding;
 pub use format::{Format, OutputSpec};
 pub use load::{BackpressureFigures, LimitFigures, RouteLoad};
 pub use merge::merge;
@@ -87,6 +89,10 @@ pub struct Report {
     /// every format a person reads counts and names them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub cuts: Vec<Cut>,
+    /// Entries of the models' answers that did not become findings (invalid, or outside
+    /// the lines under review), named: every format a person reads lists them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub dropped_findings: Vec<DroppedFinding>,
     /// Warnings of the run (config, routes, cache, fleet), as stderr showed them.
     #[serde(default)]
     pub warnings: Vec<Warning>,
@@ -253,6 +259,14 @@ pub struct UnitReport {
     /// unit whose skill does not read the repository.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_loop: Option<crate::engine::ToolLoop>,
+    /// Its result comes from an answer the output cap cut (DESIGN.md §14): never a
+    /// clean review; its findings are those complete before the cut.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub answer_cut: bool,
+    /// Entries of its answer dropped (invalid, or outside its lines); the report's
+    /// `droppedFindings` names them.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub findings_dropped: usize,
 }
 
 fn is_zero(n: &usize) -> bool {
@@ -328,6 +342,10 @@ pub struct AttemptReport {
     pub retry_after_ms: Option<u64>,
     /// A half-open breaker probe.
     pub probe: bool,
+    /// Back-pressure (DESIGN.md §13): the provider said "not now" (429, 529, 503 with
+    /// Retry-After). Such an attempt is a wait: it does not count toward `maxAttempts`.
+    #[serde(default)]
+    pub backpressure: bool,
     /// Why it ended so, for people.
     pub reason: String,
 }
@@ -432,6 +450,7 @@ impl From<&crate::engine::AttemptLog> for AttemptReport {
             cost_usd: a.cost_usd,
             retry_after_ms: r.retry_after.map(ms),
             probe: a.probe,
+            backpressure: r.backpressure,
             reason: r.reason.clone(),
         }
     }

@@ -240,6 +240,7 @@ pub fn render(r: &Report) -> String {
         .map(|u| notification(u, rule_index(first_skill(u))))
         .chain(r.warnings.iter().map(warning))
         .chain(r.cuts.iter().map(|c| cut(r, c)))
+        .chain(super::dropped::sarif(r))
         .collect();
     let mut run = json!({
         "tool": {"driver": {

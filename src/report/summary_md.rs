@@ -66,6 +66,7 @@ fn body(r: &Report, shown: usize) -> String {
         md_code(&r.target)
     );
     cut_by_limits(&mut out, r);
+    super::dropped::markdown(&mut out, r, 20);
     if let Some(line) = r.trust.as_ref().and_then(|t| t.line()) {
         let _ = writeln!(out, "**Trust:** {}\n", cell(&line));
     }

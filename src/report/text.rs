@@ -48,6 +48,7 @@ pub fn render(r: &Report) -> String {
     findings(&mut out, r);
     not_reviewed(&mut out, r);
     cut_by_limits(&mut out, r);
+    super::dropped::text(&mut out, r, LIST_LIMIT);
     routes(&mut out, r);
     footer(&mut out, r);
     out

@@ -478,6 +478,8 @@ impl warden::engine::Answerer for EvenUnits {
             moves: vec![],
             findings: vec![],
             dropped_findings: 0,
+            dropped: vec![],
+            answer_cut: false,
             findings_cut: 0,
             from_cache: None,
             tool_loop: None,

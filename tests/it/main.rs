@@ -13,6 +13,7 @@ mod ci_formats;
 mod cli;
 mod config;
 mod current_models;
+mod cut_answers;
 mod dead_routes;
 mod docs;
 mod engine_backpressure;

@@ -35,6 +35,7 @@ pub fn route(name: &str, kind: ProviderKind, model: &str, base: &str, stream: bo
         stream,
         base_url: Some(base.into()),
         max_tokens: 1024,
+        max_tokens_ceiling: None,
         ca_cert: None,
         sim: SimOptions::default(),
         spill: true,

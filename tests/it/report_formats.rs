@@ -137,6 +137,8 @@ fn result(plan: &Plan, index: usize) -> UnitResult {
         moves: vec![],
         findings: vec![],
         dropped_findings: 0,
+        dropped: vec![],
+        answer_cut: false,
         findings_cut: 0,
         from_cache: None,
         tool_loop: None,

@@ -1,0 +1,157 @@
+//! Entries of the models' answers that did not become findings (DESIGN.md §14: "a
+//! finding dropped for any reason is counted and named in every human output"). A model
+//! that writes `"severity": "urgent"` or a line outside the chunk loses that finding; the
+//! text report, the PR comment, the step summary, SARIF and GitHub annotations all count
+//! the drops and name each (file, entry, title, why), so "No findings" is never the
+//! whole story. Findings a skill's thresholds filter out are the user's choice, not drops.
+
+use super::Report;
+use crate::engine::UnitResult;
+use crate::plan::Plan;
+use serde::{Deserialize, Serialize};
+
+/// How many drops one report names; the rest are counted (`summary.findingsDropped`
+/// and each unit's record say how many).
+pub const NAMED: usize = 100;
+
+/// One dropped entry, named.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct DroppedFinding {
+    /// The file its unit reviewed.
+    pub path: String,
+    /// The unit's skill.
+    pub skill: String,
+    /// The unit's first new-file line.
+    pub start_line: u32,
+    /// The unit's last new-file line.
+    pub end_line: u32,
+    /// Its place in the answer's `findings` list, from 1.
+    pub entry: usize,
+    /// Its title, when it had one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// Why it was dropped.
+    pub reason: String,
+}
+
+impl DroppedFinding {
+    /// `src/a.rs:10-20 (code-review), entry 3 "SQL injection": line 50 is outside ...`
+    /// (model text: the renderers escape it).
+    pub fn message(&self) -> String {
+        let title = self
+            .title
+            .as_ref()
+            .map(|t| format!(" \"{t}\""))
+            .unwrap_or_default();
+        format!(
+            "{}:{}-{} ({}), entry {}{title}: {}",
+            self.path, self.start_line, self.end_line, self.skill, self.entry, self.reason
+        )
+    }
+}
+
+/// The named drops of every unit, in plan order, at most [`NAMED`].
+pub(crate) fn named(plan: &Plan, results: &[UnitResult]) -> Vec<DroppedFinding> {
+    plan.units
+        .iter()
+        .zip(results)
+        .flat_map(|(unit, r)| {
+            r.dropped.iter().map(move |d| DroppedFinding {
+                path: unit.path.to_string(),
+                skill: unit.skill.clone(),
+                start_line: unit.start_line,
+                end_line: unit.end_line,
+                entry: d.entry,
+                title: d.title.clone(),
+                reason: d.reason.clone(),
+            })
+        })
+        .take(NAMED)
+        .collect()
+}
+
+impl Report {
+    /// How many entries of the answers were dropped (named or not).
+    pub fn dropped_count(&self) -> usize {
+        self.units
+            .iter()
+            .map(|u| u.findings_dropped)
+            .sum::<usize>()
+            .max(self.dropped_findings.len())
+    }
+
+    /// "2 findings from the models' answers dropped (named below)"; None without drops.
+    pub fn dropped_line(&self) -> Option<String> {
+        let n = self.dropped_count();
+        (n > 0).then(|| {
+            let named = self.dropped_findings.len();
+            let more = if named < n {
+                format!(" ({named} named; the rest are counted in the JSON report)")
+            } else {
+                String::new()
+            };
+            format!(
+                "{n} finding{} from the models' answers dropped{more}",
+                if n == 1 { "" } else { "s" }
+            )
+        })
+    }
+}
+
+/// The text report's list: a count line, then one escaped line per named drop (at most
+/// `limit`), then a blank line.
+pub(crate) fn text(out: &mut String, r: &Report, limit: usize) {
+    use std::fmt::Write;
+    let Some(line) = r.dropped_line() else {
+        return;
+    };
+    let head = console::style(format!("DROPPED: {line}:")).yellow().bold();
+    let _ = writeln!(out, "{head}");
+    for d in r.dropped_findings.iter().take(limit) {
+        let _ = writeln!(out, "  {}", crate::text::escape::inline(&d.message()));
+    }
+    if r.dropped_findings.len() > limit {
+        let _ = writeln!(
+            out,
+            "  ... and {} more (every one is in --format json's droppedFindings)",
+            r.dropped_findings.len() - limit
+        );
+    }
+    let _ = writeln!(out);
+}
+
+/// The PR comment's and the step summary's section: a heading, then a list item per
+/// named drop (model text escaped for Markdown).
+pub(crate) fn markdown(out: &mut String, r: &Report, limit: usize) {
+    use std::fmt::Write;
+    let Some(line) = r.dropped_line() else {
+        return;
+    };
+    let _ = writeln!(out, "### Dropped findings\n\n⚠️ **{line}**:\n");
+    for d in r.dropped_findings.iter().take(limit) {
+        let _ = writeln!(out, "- {}", crate::text::escape::md_inline(&d.message()));
+    }
+    if r.dropped_findings.len() > limit {
+        let _ = writeln!(
+            out,
+            "- …and {} more (every one is in the JSON report)",
+            r.dropped_findings.len() - limit
+        );
+    }
+    let _ = writeln!(out);
+}
+
+/// A SARIF tool execution notification per named drop.
+pub(crate) fn sarif(r: &Report) -> impl Iterator<Item = serde_json::Value> + '_ {
+    r.dropped_findings.iter().map(|d| {
+        serde_json::json!({
+            "level": "warning",
+            "message": {"text": format!("finding dropped: {}", d.message())},
+            "descriptor": {"id": "warden/dropped-finding"},
+            "properties": {"path": d.path, "skill": d.skill, "startLine": d.start_line,
+                           "endLine": d.end_line, "entry": d.entry, "title": d.title,
+                           "reason": d.reason},
+        })
+    })
+}
