@@ -56,6 +56,7 @@ fn units(n: usize) -> Vec<UnitWork> {
             labels: UnitLabels::default(),
             routes: vec![],
             tools: None,
+            split: None,
         })
         .collect()
 }

@@ -80,6 +80,7 @@ fn ours(seed: u64, routing: Routing, n_units: usize) -> Figures {
                 labels: Default::default(),
                 routes: vec![],
                 tools: None,
+                split: None,
             })
             .collect();
         let exec = Execution {

@@ -280,6 +280,8 @@ async fn tick(sink: Sink) {
 /// skill's routes (consolidated skills name the same routes; config checks that).
 pub fn units(plan: &Plan, skills: &[ActiveSkill], settings: &Settings) -> Vec<UnitWork> {
     let route_index = |name: &String| settings.routes.iter().position(|r| r.name == *name);
+    // One copy of each skill group, shared by its units' splitters (DESIGN.md §14).
+    let mut groups: std::collections::HashMap<String, Arc<Vec<Skill>>> = Default::default();
     plan.units
         .iter()
         .map(|u| {
@@ -288,6 +290,11 @@ pub fn units(plan: &Plan, skills: &[ActiveSkill], settings: &Settings) -> Vec<Un
                 .iter()
                 .filter_map(|name| skills.iter().find(|a| a.skill.name == *name))
                 .collect();
+            let group = groups
+                .entry(u.skill.clone())
+                .or_insert_with(|| Arc::new(unit_skills.iter().map(|a| a.skill.clone()).collect()))
+                .clone();
+            let max_context = settings.chunking.max_context_files;
             let routes = unit_skills
                 .iter()
                 .find_map(|a| a.config.routes.as_ref())
@@ -305,6 +312,7 @@ pub fn units(plan: &Plan, skills: &[ActiveSkill], settings: &Settings) -> Vec<Un
                 },
                 routes,
                 tools: crate::tools::loop_for(&unit_skills, &settings.execution),
+                split: Some(plan.splittable(u, group, max_context)),
             }
         })
         .collect()

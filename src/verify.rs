@@ -72,7 +72,10 @@ pub fn units(
     review
         .units
         .iter()
+        // A unit split for a context window would not fit as one prompt again: its
+        // findings stay unverified (DESIGN.md §14).
         .filter(|u| u.status == UnitStatus::Reviewed && !u.findings.is_empty())
+        .filter(|u| u.parts.is_empty())
         .enumerate()
         .map(|(n, u)| {
             let unit = &plan.units[u.unit];
@@ -94,6 +97,7 @@ pub fn units(
                 },
                 routes: routes.get(u.unit).cloned().unwrap_or_default(),
                 tools: None,
+                split: None,
             };
             (work, u.unit)
         })

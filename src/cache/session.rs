@@ -239,7 +239,8 @@ impl ReviewCache {
         }
         let at = now_ms();
         for u in &r.units {
-            if u.status != UnitStatus::Reviewed || u.from_cache.is_some() {
+            // A unit split for a context window is not one answer to keep (DESIGN.md §14).
+            if u.status != UnitStatus::Reviewed || u.from_cache.is_some() || !u.parts.is_empty() {
                 continue;
             }
             let (Some(name), Some(last)) = (&u.route, u.attempts.last()) else {
@@ -311,6 +312,7 @@ impl ReviewCache {
                 level,
             }),
             tool_loop: None,
+            parts: Vec::new(),
         }
     }
 

@@ -68,6 +68,15 @@ pub(super) fn resolve(r: &RawRoute, ctx: &Ctx, route: &mut Route) -> Result<(), 
                 ),
             ));
         }
+        if tokens <= route.max_tokens {
+            return Err(ctx.err(
+                w,
+                format!(
+                    "route `{name}` contextWindow: {tokens} tokens leave no room for a prompt beside the answer cap (maxTokens = {}): the window holds the prompt and the answer; write the model's whole window, or lower maxTokens",
+                    route.max_tokens
+                ),
+            ));
+        }
         route.context_window = Some(tokens);
     }
     let cache_prices = (&r.cached_input_price, &r.cache_write_price);
@@ -193,6 +202,11 @@ mod tests {
                 "contextWindow = 100",
                 "openai",
                 "warden.toml:6:17: route `a` contextWindow: 100 tokens cannot hold a prompt",
+            ),
+            (
+                "contextWindow = 4096",
+                "openai",
+                "warden.toml:6:17: route `a` contextWindow: 4096 tokens leave no room for a prompt beside the answer cap (maxTokens = 4096)",
             ),
             (
                 "params = 3",

@@ -31,11 +31,8 @@ pub(super) async fn acquire(sh: &Shared<'_>, u: &mut UnitRun<'_>) -> Result<Slot
         if sh.cancel.is_cancelled() {
             return Err(u.stop_on_cancel(sh));
         }
-        let allowed = if u.work.routes.is_empty() {
-            &sh.engine.all_routes
-        } else {
-            &u.work.routes
-        };
+        // Section 14: routes whose window the prompt exceeds are passed over.
+        let allowed = &u.allowed(sh);
         let input = OrderInput {
             allowed,
             last_failed: u.last.as_ref().map(|l| l.route),

@@ -67,14 +67,28 @@ impl Observed {
     /// (input as learned, else a guess; output as the most seen, else `max_tokens`): what
     /// a rate limit's remaining tokens must cover (DESIGN.md section 13).
     pub(crate) fn tokens(&self, chars: usize, max_tokens: u32) -> u64 {
-        let per_char = self
-            .max_input_per_char
-            .unwrap_or(1.0 / CHARS_PER_TOKEN_GUESS);
-        let input = (chars as f64 * per_char).ceil() as u64;
+        let input = self.input_tokens(chars);
         let output = self
             .max_output
             .map_or(u64::from(max_tokens), |o| o.min(u64::from(max_tokens)));
         input.saturating_add(output)
+    }
+
+    /// The input tokens of a prompt of `chars` characters: at the most per character the
+    /// route reported, else the guess (on the high side).
+    pub(crate) fn input_tokens(&self, chars: usize) -> u64 {
+        let per_char = self
+            .max_input_per_char
+            .unwrap_or(1.0 / CHARS_PER_TOKEN_GUESS);
+        (chars as f64 * per_char).ceil() as u64
+    }
+
+    /// The input tokens of a prompt for a context window check (DESIGN.md §14): the
+    /// window is a hard limit, so never fewer than the guess, whatever the route
+    /// reported (a gateway's usage may count a cached or trimmed prompt).
+    pub(crate) fn window_tokens(&self, chars: usize) -> u64 {
+        let guess = (chars as f64 / CHARS_PER_TOKEN_GUESS).ceil() as u64;
+        self.input_tokens(chars).max(guess)
     }
 
     /// The estimated cost of an attempt with a prompt of `chars` characters on a route

@@ -78,6 +78,8 @@ pub struct UnitInfo {
     pub prompt: Arc<Prompt>,
     /// Its tool loop (DESIGN.md §14), when its skill reads the repository.
     pub tools: Option<crate::tools::LoopPlan>,
+    /// How to split it when its prompt does not fit a window (None: it cannot be).
+    pub split: Option<crate::plan::split::Splittable>,
 }
 
 /// The review as a whole, for the consumers that describe it (the review span).

@@ -10,6 +10,7 @@ pub mod breaker;
 pub mod breakers;
 pub mod bulkhead;
 pub mod clock;
+mod context;
 pub mod cost;
 mod cut;
 mod dead;
@@ -31,7 +32,8 @@ pub use breakers::{Breakers, Hold, LocalBreakers};
 pub use bulkhead::{Bulkhead, LocalBulkhead, Permit};
 pub use events::{AttemptReason, Event, Pass, ReviewInfo, RouteInfo, Sink, UnitInfo};
 pub use outcome::{
-    AttemptLog, CacheLevel, EngineReport, FromCache, Move, RouteSummary, UnitResult, UnitStatus,
+    AttemptLog, CacheLevel, EngineReport, FromCache, Move, RouteSummary, UnitPart, UnitResult,
+    UnitStatus,
 };
 pub use retry::{RetryPolicy, Stop};
 pub use route_picker::{Ordered, RouteOrder, RoutePicker};
@@ -70,6 +72,9 @@ pub struct UnitWork {
     /// Its tool loop (DESIGN.md §14); None: one request (also when the engine has no
     /// [`Engine::with_toolbox`]).
     pub tools: Option<crate::tools::LoopPlan>,
+    /// How to split the unit when its prompt does not fit a model's context window
+    /// (DESIGN.md §14); None: it is never split (it fails over, or ends saying why).
+    pub split: Option<crate::plan::split::Splittable>,
 }
 
 /// Telemetry attributes of a unit (skill, file, lines, priority).
@@ -98,6 +103,8 @@ pub struct EngineRoute {
     /// The most a cut answer's one retry may ask for (section 14: twice the cap, up to
     /// this).
     pub max_tokens_ceiling: u32,
+    /// The model's context window in tokens (`contextWindow`), when configured.
+    pub context_window: Option<u32>,
 }
 
 impl EngineRoute {
@@ -110,6 +117,7 @@ impl EngineRoute {
             prices: None,
             max_tokens: 4096,
             max_tokens_ceiling: 8192,
+            context_window: None,
         }
     }
 
@@ -122,6 +130,7 @@ impl EngineRoute {
             prices: route.prices,
             max_tokens: route.max_tokens,
             max_tokens_ceiling: route.max_tokens_ceiling(),
+            context_window: route.context_window,
         }
     }
 }
@@ -144,6 +153,9 @@ struct Route {
     prices: Option<Prices>,
     max_tokens: u32,
     max_tokens_ceiling: u32,
+    /// Its context window in tokens: configured, or the smallest a provider's
+    /// context-length 400 named this run (0: unknown). See `context.rs`.
+    window: std::sync::atomic::AtomicU64,
     /// What its attempts used so far, for cost estimates.
     observed: std::sync::Mutex<cost::Observed>,
     /// Its attempts in flight in this process (the load a latency sample was taken at).
@@ -241,6 +253,7 @@ impl Engine {
                     prices: r.prices,
                     max_tokens: r.max_tokens,
                     max_tokens_ceiling: r.max_tokens_ceiling,
+                    window: r.context_window.map_or(0, u64::from).into(),
                     observed: Default::default(),
                     in_flight: AtomicUsize::new(0),
                     limit: std::sync::Mutex::new(limit::AdaptiveLimit::new(r.max_concurrency)),
@@ -423,6 +436,7 @@ fn unit_info(u: UnitWork, looping: bool) -> (usize, Arc<UnitInfo>) {
         optional: u.optional,
         prompt: Arc::new(u.prompt),
         tools: u.tools.filter(|_| looping),
+        split: u.split,
     };
     (u.index, Arc::new(info))
 }

@@ -132,6 +132,20 @@ pub struct UnitResult {
     pub from_cache: Option<FromCache>,
     /// Its tool loop's figures, when its skill reads the repository (DESIGN.md §14).
     pub tool_loop: Option<super::turns::ToolLoop>,
+    /// When its prompt did not fit a model's context window (DESIGN.md §14): the parts
+    /// its chunk was split into, in line order, each a unit of its own in the report.
+    /// The unit's own fields then sum them up (every attempt and finding once, the
+    /// attempts made on the whole chunk in the first part).
+    pub parts: Vec<UnitPart>,
+}
+
+/// One part of a split unit: its new-file lines and how it ended.
+#[derive(Debug, Clone)]
+pub struct UnitPart {
+    /// The new-file lines of the part's chunk.
+    pub lines: (u32, u32),
+    /// How it ended (its `parts` always empty: parts are flattened).
+    pub result: UnitResult,
 }
 
 /// Who produced a cached result, and when.

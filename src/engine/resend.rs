@@ -16,9 +16,10 @@ pub(super) fn no_verdict(record: &AttemptRecord) -> bool {
     record.backpressure || record.correction.is_some()
 }
 
-/// Whether the attempt counts toward `maxAttempts`.
+/// Whether the attempt counts toward `maxAttempts`: a correction (a fixed parameter, a
+/// prompt too long for the window) is no attempt spent against the route.
 pub(super) fn counts(record: &AttemptRecord) -> bool {
-    !record.backpressure && record.correction != Some(Correction::Adjusted)
+    !record.backpressure && record.correction.is_none()
 }
 
 /// Whether the unit sends the attempt again at once (and counts the re-send).

@@ -10,6 +10,7 @@ use super::breaker::{BreakerState, Transition};
 use super::breakers::Hold;
 use super::bulkhead::Permit;
 use super::clock::deadline_after;
+use super::context::Fit;
 use super::cost::{self, Reservation};
 use super::events::{AttemptReason, Event};
 use super::limit::{Sample, Signal};
@@ -17,7 +18,7 @@ use super::outcome::{AttemptLog, Move, UnitResult, UnitStatus};
 use super::retry::Stop;
 use super::{Shared, UnitInfo};
 use crate::findings::Extracted;
-use crate::provider::{AttemptRecord, AttemptRequest, Outcome};
+use crate::provider::{AttemptRecord, AttemptRequest, Correction, Outcome};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -25,8 +26,6 @@ use tokio::time::Instant;
 
 /// Runs one unit to its end; its result goes out as `UnitFinished`.
 pub(super) async fn run(sh: &Shared<'_>, index: usize, work: &UnitInfo) {
-    let mut u = UnitRun::new(index, work);
-    u.looping = super::turns::start(sh, work);
     // A unit answered before dispatch (a result cache) makes no request.
     if let Some(result) = sh
         .engine
@@ -42,7 +41,31 @@ pub(super) async fn run(sh: &Shared<'_>, index: usize, work: &UnitInfo) {
             },
         );
     }
+    let mut result = life(sh, index, work, 0).await;
+    if !result.parts.is_empty() {
+        super::context::name_parts(&mut result, work.lines);
+    }
+    emit_finished(sh, result);
+}
+
+/// One unit's attempts until it ends (or, split for a context window, its halves'),
+/// its attempts numbered after `number_from`.
+pub(super) async fn life(
+    sh: &Shared<'_>,
+    index: usize,
+    work: &UnitInfo,
+    number_from: u32,
+) -> UnitResult {
+    let mut u = UnitRun::new(index, work);
+    u.number_from = number_from;
+    u.looping = super::turns::start(sh, work);
     loop {
+        // Section 14: a prompt too long for its route's window is split (or fails over).
+        match super::context::check(sh, &mut u) {
+            Fit::Send => {}
+            Fit::Split(halves, why) => return super::context::split(sh, u, halves, why).await,
+            Fit::Stop(stop) => return u.finish(sh, stop),
+        }
         // Rules 6–9: a route that admits calls, and one of its permits, within the budgets.
         let slot = match acquire(sh, &mut u).await {
             Ok(slot) => slot,
@@ -97,6 +120,20 @@ pub(super) async fn run(sh: &Shared<'_>, index: usize, work: &UnitInfo) {
         }
         // Section 14: a refused parameter was fixed for the route; send again at once.
         if super::resend::again(&mut u, &record) {
+            continue;
+        }
+        // Section 14: a prompt too long for the model is split, or goes to another route.
+        if let Some(Correction::ContextLength { window }) = record.correction {
+            match super::context::refused(sh, &mut u, route, window) {
+                Fit::Send => {}
+                Fit::Split(halves, why) => return super::context::split(sh, u, halves, why).await,
+                Fit::Stop(stop) => return u.finish(sh, stop),
+            }
+            u.last = Some(LastFailure {
+                route,
+                reason: format!("{}: {}", record.outcome, record.reason),
+                retry_after: None,
+            });
             continue;
         }
         // Section 5: cut by the review budget or a signal, the unit is cancelled.
@@ -248,6 +285,10 @@ pub(super) struct UnitRun<'w> {
     pub(super) output_cap: Option<u32>,
     /// Its one retry after a cut was made.
     pub(super) cut_retried: bool,
+    /// Routes whose context window its prompt does not fit (section 14): passed over.
+    pub(super) too_small: Vec<usize>,
+    /// Attempts of the unit made before this run of it (a half follows the whole).
+    pub(super) number_from: u32,
 }
 
 impl<'w> UnitRun<'w> {
@@ -269,6 +310,7 @@ impl<'w> UnitRun<'w> {
                 findings_cut: 0,
                 from_cache: None,
                 tool_loop: None,
+                parts: Vec::new(),
             },
             hunk_end: None,
             last: None,
@@ -281,7 +323,32 @@ impl<'w> UnitRun<'w> {
             resends: 0,
             output_cap: None,
             cut_retried: false,
+            too_small: Vec::new(),
+            number_from: 0,
         }
+    }
+
+    /// The routes the unit may use, in its order.
+    pub(super) fn base_routes<'s>(&'s self, sh: &'s Shared) -> &'s [usize] {
+        if self.work.routes.is_empty() {
+            &sh.engine.all_routes
+        } else {
+            &self.work.routes
+        }
+    }
+
+    /// The routes the unit may use whose window its prompt does not exceed (or unknown).
+    pub(super) fn allowed(&self, sh: &Shared) -> Vec<usize> {
+        let base = self.base_routes(sh);
+        base.iter()
+            .copied()
+            .filter(|r| !self.too_small.contains(r))
+            .collect()
+    }
+
+    /// The number of the unit's next attempt.
+    pub(super) fn next_number(&self) -> u32 {
+        self.number_from + self.result.attempts.len() as u32 + 1
     }
 
     /// Neither started nor bounced: it waits behind the units already in line (a started
@@ -356,7 +423,7 @@ impl<'w> UnitRun<'w> {
         r.routes_tried.push(route.to_string());
     }
 
-    pub(super) fn reviewed(mut self, sh: &Shared, route: &str, ex: Extracted) {
+    pub(super) fn reviewed(mut self, sh: &Shared, route: &str, ex: Extracted) -> UnitResult {
         // A complete answer after a cut: the cut answer's findings stay (section 5).
         super::cut::keep(&mut self, ex);
         self.result.answer_cut = false;
@@ -364,16 +431,21 @@ impl<'w> UnitRun<'w> {
         self.finish(
             sh,
             Stop::new(UnitStatus::Reviewed, format!("reviewed by {route}")),
-        );
+        )
     }
 
-    pub(super) fn finish(mut self, sh: &Shared, stop: Stop) {
+    pub(super) fn finish(mut self, _sh: &Shared, stop: Stop) -> UnitResult {
         self.result.status = stop.status;
         self.result.reason = stop.reason;
+        self.into_result()
+    }
+
+    /// The result so far (its tool loop's figures closed).
+    pub(super) fn into_result(mut self) -> UnitResult {
         if let Some(l) = self.looping.take() {
             l.close(&mut self.result);
         }
-        emit_finished(sh, self.result);
+        self.result
     }
 }
 
@@ -402,7 +474,7 @@ async fn attempt(
         .request_timeout
         .min(hunk_remaining)
         .min(review_remaining);
-    let number = u.result.attempts.len() as u32 + 1;
+    let number = u.next_number();
     u.note_route(&route.name);
     sh.sink.emit(Event::AttemptStarted {
         unit: u.index(),

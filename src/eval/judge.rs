@@ -70,6 +70,7 @@ pub async fn judge(
             },
             routes: Vec::new(),
             tools: None,
+            split: None,
         })
         .collect();
     let engine = Engine::new(

@@ -4,6 +4,7 @@
 //! file and every changed line of the diff.
 
 mod render_text;
+pub mod split;
 
 pub use render_text::render_text;
 

@@ -92,7 +92,9 @@ fn named_in<'a>(message: &str, keys: impl Iterator<Item = &'a str>) -> Vec<Strin
             .iter()
             .any(|s| message.starts_with(&format!("{k}{s}")))
             .then_some(0);
-        if let Some(at) = quoted.or(leading) {
+        // LiteLLM's own checks: "O-series models don't support temperature=0.0".
+        let assigned = message.find(&format!(" {k}="));
+        if let Some(at) = quoted.or(leading).or(assigned) {
             found.push((at, k.to_string()));
         }
     }
@@ -265,6 +267,17 @@ mod tests {
         let relayed = json!({"error": {"message": "litellm.BadRequestError: OpenAIException - Unsupported parameter: 'max_tokens' is not supported with this model. Use 'max_completion_tokens' instead.", "param": null}});
         assert!(
             matches!(d(&body(), false, relayed), Some(Diagnosis::Params(p)) if p[0].1 == Fix::Rename("max_completion_tokens".into()))
+        );
+        let o_series = json!({"error": {"message": "litellm.UnsupportedParamsError: O-series models don't support temperature=0.0. Only temperature=1 is supported. To drop unsupported openai params from the call, set `litellm.drop_params = True`", "type": null, "param": null, "code": "400"}});
+        assert_eq!(
+            d(&body(), false, o_series),
+            Some(Diagnosis::Params(vec![("temperature".into(), Fix::Drop)]))
+        );
+        let gpt5 = json!({"error": {"message": "litellm.UnsupportedParamsError: gpt-5-mini doesn't support temperature=0 while reasoning is active. Only temperature=1 is supported unless reasoning_effort resolves to 'none'", "param": null}});
+        assert_eq!(
+            d(&body(), false, gpt5),
+            Some(Diagnosis::Params(vec![("temperature".into(), Fix::Drop)])),
+            "reasoning_effort is named as a condition, after the refused parameter"
         );
         let anthropic = json!({"type": "error", "error": {"type": "invalid_request_error", "message": "response_format: Extra inputs are not permitted"}});
         assert_eq!(

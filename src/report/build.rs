@@ -36,24 +36,40 @@ pub fn build(
         per_skill: BTreeMap::new(),
         dropped: 0,
     };
-    let mut units: Vec<UnitReport> = plan
-        .units
-        .iter()
-        .zip(&engine.units)
-        .map(|(unit, result)| {
-            summary.count(result.status);
-            summary.from_cache += usize::from(result.from_cache.is_some());
-            summary.from_shared_cache += usize::from(
-                result
-                    .from_cache
-                    .as_ref()
-                    .is_some_and(|c| c.level == CacheLevel::Shared),
-            );
-            summary.findings_dropped += result.dropped_findings;
-            summary.findings_cut += result.findings_cut;
-            unit_report(plan, unit, result, &mut judge)
-        })
-        .collect();
+    let mut units: Vec<UnitReport> = Vec::with_capacity(plan.units.len());
+    for (unit, result) in plan.units.iter().zip(&engine.units) {
+        summary.from_cache += usize::from(result.from_cache.is_some());
+        summary.from_shared_cache += usize::from(
+            result
+                .from_cache
+                .as_ref()
+                .is_some_and(|c| c.level == CacheLevel::Shared),
+        );
+        // A unit split for a context window is its parts, each a unit (DESIGN.md §14).
+        let whole = [(unit.start_line, unit.end_line, result)];
+        let parts = result
+            .parts
+            .iter()
+            .map(|p| (p.lines.0, p.lines.1, &p.result));
+        let pieces: Vec<(u32, u32, &UnitResult)> = if result.parts.is_empty() {
+            whole.to_vec()
+        } else {
+            parts.collect()
+        };
+        let mut offset = 0;
+        for (start, end, part) in pieces {
+            summary.count(part.status);
+            summary.findings_dropped += part.dropped_findings;
+            summary.findings_cut += part.findings_cut;
+            let at = Piece {
+                lines: (start, end),
+                offset,
+            };
+            units.push(unit_report(plan, unit, part, at, &mut judge));
+            offset += part.findings.len();
+        }
+    }
+    summary.units = units.len();
     summary.findings_dropped += judge.dropped + dedupe::remove_duplicates(&mut units);
     summary.tool_loops = super::ToolLoops::of(&units);
     let mut findings: Vec<Finding> = units.iter().flat_map(|u| u.findings.clone()).collect();
@@ -164,7 +180,20 @@ impl Judge<'_> {
     }
 }
 
-fn unit_report(plan: &Plan, unit: &Unit, result: &UnitResult, judge: &mut Judge) -> UnitReport {
+/// Where a unit's result sits in it: its lines (a part's, when it was split) and where
+/// its findings start among the whole unit's (verdicts are keyed by the whole's).
+struct Piece {
+    lines: (u32, u32),
+    offset: usize,
+}
+
+fn unit_report(
+    plan: &Plan,
+    unit: &Unit,
+    result: &UnitResult,
+    at: Piece,
+    judge: &mut Judge,
+) -> UnitReport {
     let chunk = &plan.files[unit.file].chunks[unit.chunk];
     let model = match &result.from_cache {
         Some(c) => c.model.clone(),
@@ -193,7 +222,7 @@ fn unit_report(plan: &Plan, unit: &Unit, result: &UnitResult, judge: &mut Judge)
         };
         let verdict = judge.verification.map(|v| {
             v.verdicts
-                .get(&(result.unit, fi))
+                .get(&(result.unit, at.offset + fi))
                 .copied()
                 .unwrap_or(Verdict::Unverified)
         });
@@ -206,8 +235,8 @@ fn unit_report(plan: &Plan, unit: &Unit, result: &UnitResult, judge: &mut Judge)
         skill: unit.skill.clone(),
         skills: unit.skills.clone(),
         path: unit.path.to_string(),
-        start_line: unit.start_line,
-        end_line: unit.end_line,
+        start_line: at.lines.0,
+        end_line: at.lines.1,
         optional: unit.optional,
         status: result.status,
         route: result.route.clone(),

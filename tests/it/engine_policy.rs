@@ -483,6 +483,7 @@ impl warden::engine::Answerer for EvenUnits {
             findings_cut: 0,
             from_cache: None,
             tool_loop: None,
+            parts: Vec::new(),
         })
     }
 }

@@ -12,6 +12,7 @@ mod ci_config;
 mod ci_formats;
 mod cli;
 mod config;
+mod context_window;
 mod current_models;
 mod cut_answers;
 mod dead_routes;

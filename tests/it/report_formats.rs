@@ -142,6 +142,7 @@ fn result(plan: &Plan, index: usize) -> UnitResult {
         findings_cut: 0,
         from_cache: None,
         tool_loop: None,
+        parts: Vec::new(),
     };
     match (unit.path.to_string().as_str(), unit.skill.as_str()) {
         ("app/users.py", _) => {

@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod agent;
+pub mod fake_context;
 pub mod fake_provider;
 pub use fake_provider::{fake_models, fake_tools};
 pub mod litellm;

@@ -252,6 +252,7 @@ pub fn units(n: usize) -> Vec<UnitWork> {
             },
             routes: vec![],
             tools: None,
+            split: None,
         })
         .collect()
 }
