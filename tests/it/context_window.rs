@@ -47,7 +47,7 @@ fn one_long_line(bytes: usize) -> Review {
 /// chunks, and one route per (name, provider, extra lines).
 fn config(r: &Review, routes: &[(&str, &str, &str)], base: &str) {
     let mut text = String::from(
-        "version = 1\n[execution]\nreviewBudget = \"60s\"\nhunkBudget = \"30s\"\nmaxAttempts = 1\n[chunking.coalesce]\nmaxChunkSize = 60000\nmaxGapLines = 30\n",
+        "version = 1\n[execution]\nreviewBudget = \"60s\"\nhunkBudget = \"30s\"\nmaxAttempts = 1\n[defaults.chunking.coalesce]\nmaxChunkSize = 60000\nmaxGapLines = 30\n",
     );
     for (name, provider, extra) in routes {
         text.push_str(&format!(
@@ -84,6 +84,7 @@ fn an_oversize_chunk_is_split_and_reviewed_in_both_protocols() {
         }]));
         config(&r, &[(model, provider, "")], &fake.base_url());
         let (code, v, stderr, _) = r.json(&[]);
+        assert!(!stderr.contains("unknown key"), "{stderr}");
         let us = units(&v);
         assert!(us.len() >= 3, "{model}: split in parts: {v}");
         assert!(
@@ -260,4 +261,77 @@ fn context_window_splits_before_sending() {
     );
     assert_eq!(fake.requests().len(), 0, "nothing sent");
     assert_ne!(code, 0);
+}
+
+/// One file of `hunks` ten-line blocks rewritten (ten lines removed, ten added, about
+/// 100 bytes each), 30 lines apart: one chunk of about 60 KB for 20 hunks.
+fn rewritten_blocks(hunks: usize) -> Review {
+    let repo = Repo::new();
+    let text = |tag: &str| -> String {
+        (1..=hunks * 30)
+            .map(|i| {
+                let changed = i % 30 < 10;
+                let t = if changed { tag } else { "kept" };
+                format!(
+                    "    let value_{i:04} = compute_{t}_{i:04}(input.field_{i:04}, \"a string literal that makes the line long\");\n"
+                )
+            })
+            .collect()
+    };
+    repo.write("src/blocks.rs", text("old"));
+    repo.commit_all("base");
+    repo.write("src/blocks.rs", text("new"));
+    Review {
+        repo,
+        cfg: tempfile::tempdir().unwrap(),
+    }
+}
+
+/// The note's figures: a 20-hunk file (one 60 KB chunk) against a model with an 8k window
+/// (the fake refuses a user message over 32 KB, about 4 bytes a token), without and with
+/// `contextWindow = 8192`. Printed; every part is reviewed either way.
+#[test]
+fn a_20_hunk_file_against_an_8k_window_is_reviewed_in_parts() {
+    let r = rewritten_blocks(20);
+    for extra in ["", "contextWindow = 8192"] {
+        let fake = FakeProvider::start();
+        fake.respond_with(windows(&[Window {
+            model: "gpt-8k",
+            bytes: 8192 * 4,
+            window: 8192,
+        }]));
+        config(&r, &[("gpt-8k", "openai", extra)], &fake.base_url());
+        let (code, v, stderr, took) = r.json(&[]);
+        let us = units(&v);
+        assert!(
+            us.iter().all(|u| u["status"] == "reviewed"),
+            "{v}\n{stderr}"
+        );
+        assert_eq!(code, 0);
+        let reqs = fake.requests_for("gpt-8k");
+        let refused = reqs
+            .iter()
+            .filter(|q| user_bytes(&q.body) > 8192 * 4)
+            .count();
+        let largest = reqs.iter().map(|q| user_bytes(&q.body)).max().unwrap();
+        let sizes: Vec<usize> = reqs
+            .iter()
+            .map(|q| user_bytes(&q.body))
+            .filter(|b| *b <= 8192 * 4)
+            .collect();
+        eprintln!(
+            "20-hunk file (1 planned unit), 8k window, route `{}`: {} units reviewed, {} requests ({refused} answered 400 context length), largest prompt sent {largest} B, parts {sizes:?} B, {took:?}",
+            if extra.is_empty() {
+                "no contextWindow"
+            } else {
+                extra
+            },
+            us.len(),
+            reqs.len(),
+        );
+        if !extra.is_empty() {
+            assert_eq!(refused, 0, "split before sending");
+        }
+        assert!(us.len() >= 2);
+    }
 }

@@ -28,6 +28,7 @@ mod fleet;
 mod fleet_redis;
 mod fuzz_corpus;
 mod gateway;
+mod gateway_models;
 mod hostile_backpressure;
 mod hostile_provider;
 mod install_script;

@@ -52,6 +52,11 @@ pub const MODELS: &[&str] = &[
 /// A deployment with LiteLLM's `max_parallel_requests: 2` (429 beyond it).
 pub const LIMITED: &str = "gw-limited";
 
+/// Deployments under an alias warden cannot read a model family from (the proxy's
+/// `model_name`, forwarded as `openai/MODEL`): an OpenAI reasoning model behind a
+/// gateway. `gpt-5-mini` is also served under its own name.
+pub const ALIASES: &[(&str, &str)] = &[("gw-reasoner", "o4-mini")];
+
 fn start() -> Proxy {
     let bin = litellm_bin();
     let fake = FakeProvider::start();
@@ -65,6 +70,12 @@ fn start() -> Proxy {
         if *m == LIMITED {
             cfg.push_str("      max_parallel_requests: 2\n");
         }
+    }
+    for (alias, model) in ALIASES.iter().chain(&[("gpt-5-mini", "gpt-5-mini")]) {
+        cfg.push_str(&format!(
+            "  - model_name: {alias}\n    litellm_params:\n      model: openai/{model}\n      api_base: {}\n      api_key: sk-fake-upstream\n",
+            fake.base_url()
+        ));
     }
     let cfg_path = dir.path().join("litellm.yaml");
     std::fs::write(&cfg_path, cfg).unwrap();
