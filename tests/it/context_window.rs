@@ -11,36 +11,41 @@ use crate::support::fake_provider::FakeProvider;
 use crate::support::review::{KEY_VAR, Review, units};
 use serde_json::Value;
 
-/// One file, `src/big.rs`, with `hunks` changed lines ten lines apart (one chunk, since
-/// the config below coalesces them).
-fn big_file(hunks: usize) -> Review {
+/// A repository with one file, `path`, committed as `text("old")` and changed to
+/// `text("new")`.
+fn changed_file(path: &str, text: impl Fn(&str) -> String) -> Review {
     let repo = Repo::new();
-    let line = |i: usize, tag: &str| format!("    let value_{i} = compute_{tag}({i}, \"{i}\");\n");
-    let text = |tag: &str| -> String {
-        (1..=hunks * 10)
-            .map(|i| line(i, if i % 10 == 5 { tag } else { "same" }))
-            .collect()
-    };
-    repo.write("src/big.rs", text("old"));
+    repo.write(path, text("old"));
     repo.commit_all("base");
-    repo.write("src/big.rs", text("new"));
+    repo.write(path, text("new"));
     Review {
         repo,
         cfg: tempfile::tempdir().unwrap(),
     }
 }
 
+/// One file, `src/big.rs`, with `hunks` changed lines ten lines apart (one chunk, since
+/// the config below coalesces them).
+fn big_file(hunks: usize) -> Review {
+    changed_file("src/big.rs", |tag| {
+        (1..=hunks * 10)
+            .map(|i| {
+                let t = if i % 10 == 5 { tag } else { "same" };
+                format!("    let value_{i} = compute_{t}({i}, \"{i}\");\n")
+            })
+            .collect()
+    })
+}
+
 /// One long changed line: a chunk that cannot be cut.
 fn one_long_line(bytes: usize) -> Review {
-    let repo = Repo::new();
-    repo.write("src/long.rs", "fn main() {}\n");
-    repo.commit_all("base");
-    let long = format!("const DATA: &str = \"{}\";\n", "x".repeat(bytes));
-    repo.write("src/long.rs", format!("fn main() {{}}\n{long}"));
-    Review {
-        repo,
-        cfg: tempfile::tempdir().unwrap(),
-    }
+    changed_file("src/long.rs", |tag| match tag {
+        "old" => "fn main() {}\n".to_string(),
+        _ => format!(
+            "fn main() {{}}\nconst DATA: &str = \"{}\";\n",
+            "x".repeat(bytes)
+        ),
+    })
 }
 
 /// A config: `maxAttempts = 1` (a correction that counted would end the unit), big
@@ -266,25 +271,16 @@ fn context_window_splits_before_sending() {
 /// One file of `hunks` ten-line blocks rewritten (ten lines removed, ten added, about
 /// 100 bytes each), 30 lines apart: one chunk of about 60 KB for 20 hunks.
 fn rewritten_blocks(hunks: usize) -> Review {
-    let repo = Repo::new();
-    let text = |tag: &str| -> String {
+    changed_file("src/blocks.rs", |tag| {
         (1..=hunks * 30)
             .map(|i| {
-                let changed = i % 30 < 10;
-                let t = if changed { tag } else { "kept" };
+                let t = if i % 30 < 10 { tag } else { "kept" };
                 format!(
                     "    let value_{i:04} = compute_{t}_{i:04}(input.field_{i:04}, \"a string literal that makes the line long\");\n"
                 )
             })
             .collect()
-    };
-    repo.write("src/blocks.rs", text("old"));
-    repo.commit_all("base");
-    repo.write("src/blocks.rs", text("new"));
-    Review {
-        repo,
-        cfg: tempfile::tempdir().unwrap(),
-    }
+    })
 }
 
 /// The note's figures: a 20-hunk file (one 60 KB chunk) against a model with an 8k window

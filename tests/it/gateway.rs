@@ -7,7 +7,7 @@ use crate::support::litellm::{LIMITED, MASTER_KEY, proxy};
 use crate::support::*;
 use serde_json::{Value, json};
 
-const KEY_VAR: &str = "WARDEN_GATEWAY_KEY";
+pub(crate) const KEY_VAR: &str = "WARDEN_GATEWAY_KEY";
 
 /// A repository with `files` changed files (one unit each) and a config with one route
 /// through the proxy.
@@ -47,7 +47,8 @@ maxConcurrency = 2
     (repo, cfg)
 }
 
-fn review(repo: &Repo, cfg: &tempfile::TempDir) -> (Value, String) {
+/// `review --json` of `repo` with the config in `cfg` (its routes name [`KEY_VAR`]).
+pub(crate) fn review(repo: &Repo, cfg: &tempfile::TempDir) -> (Value, String) {
     let config = cfg.path().join("warden.toml");
     let out = repo
         .warden(&[

@@ -5,34 +5,23 @@
 //! family from, LiteLLM's own refusal of `temperature` is corrected once. Every unit is
 //! reviewed, streamed and not.
 
-use crate::support::litellm::{MASTER_KEY, proxy};
+use crate::gateway::KEY_VAR;
+use crate::support::litellm::proxy;
 use crate::support::*;
 use serde_json::Value;
-
-const KEY_VAR: &str = "WARDEN_GATEWAY_MODELS_KEY";
 
 /// `review --json` of `repo` with one `litellm` route to `model` on the proxy.
 fn review(repo: &Repo, model: &str, stream: bool) -> (Value, String) {
     let cfg = tempfile::tempdir().unwrap();
-    let config = cfg.path().join("warden.toml");
     std::fs::write(
-        &config,
+        cfg.path().join("warden.toml"),
         format!(
             "version = 1\n[execution]\nreviewBudget = \"2m\"\nhunkBudget = \"60s\"\nrequestTimeout = \"20s\"\nmaxAttempts = 1\n[[skills]]\nname = \"code-review\"\n[[routes]]\nname = \"gateway\"\nprovider = \"litellm\"\nmodel = \"{model}\"\nbaseUrl = \"{}\"\napiKeyEnv = \"{KEY_VAR}\"\nmaxConcurrency = 2\nstream = {stream}\n",
             proxy().base_url()
         ),
     )
     .unwrap();
-    let out = repo
-        .warden(&["review", "--json", "--color", "never", "-c"])
-        .arg(&config)
-        .env(KEY_VAR, MASTER_KEY)
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    let report: Value = serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("no JSON report ({e}); stderr:\n{stderr}"));
-    (report, stderr)
+    crate::gateway::review(repo, &cfg)
 }
 
 fn every_unit_reviewed(report: &Value, label: &str, stderr: &str) {
