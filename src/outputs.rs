@@ -73,6 +73,8 @@ pub struct Outputs {
     /// Keys redacted from every rendered output (the report is redacted already; this
     /// is the second line).
     keys: crate::provider::secret::Redactor,
+    /// How the text report on stdout is laid out (files are never wrapped).
+    layout: crate::report::text::Layout,
 }
 
 fn create(path: &Path, checkout: Option<&Path>) -> Result<Output> {
@@ -158,12 +160,19 @@ impl Outputs {
         Ok(Outputs {
             destinations,
             keys: crate::provider::secret::Redactor::new(&[]),
+            layout: crate::report::text::Layout::default(),
         })
     }
 
     /// Redacts `keys` (see `report::configured_keys`) from every output as it is written.
     pub fn redacting(mut self, keys: crate::provider::secret::Redactor) -> Self {
         self.keys = keys;
+        self
+    }
+
+    /// Lays out the text report on stdout (its width, `-v`'s full route table).
+    pub fn text_layout(mut self, layout: crate::report::text::Layout) -> Self {
+        self.layout = layout;
         self
     }
 
@@ -179,12 +188,13 @@ impl Outputs {
     pub fn write(self, report: &Report) -> Result<()> {
         let mut first_error = None;
         let keys = self.keys;
+        let layout = self.layout;
         let render = |format: Format| redact_text(&keys, &format.render(report));
         for d in self.destinations {
             let what = format!("the {} report", d.format.name());
             let (text, result, name, what) = match d.sink {
                 Sink::Stdout => {
-                    let text = render(d.format);
+                    let text = redact_text(&keys, &d.format.render_with(report, layout));
                     let result = write_stdout(&text);
                     (text, result, "<stdout>".into(), what)
                 }

@@ -147,6 +147,6 @@ fn render(s: &Stats) -> String {
         size(s.file_bytes),
         when(s.oldest_ms),
         when(s.newest_ms),
-        humantime::format_duration(std::time::Duration::from_secs(s.max_age_secs)),
+        warden::config::format_duration(std::time::Duration::from_secs(s.max_age_secs)),
     )
 }

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use warden::cli::MergeArgs;
 use warden::error::{Error, Result};
 use warden::outputs::Outputs;
+use warden::report::text::Layout;
 
 pub(super) fn merge_cmd(args: &MergeArgs) -> Result<i32> {
     setup_color(&args.ui, args.outputs.iter().any(|o| o.format.is_none()));
@@ -42,7 +43,8 @@ pub(super) fn merge_cmd(args: &MergeArgs) -> Result<i32> {
         &args.outputs,
         step_summary,
         checkout.as_deref(),
-    )?;
+    )?
+    .text_layout(Layout::for_stdout(args.ui.verbose));
     outputs.write(&report)?;
     Ok(report.exit_code())
 }

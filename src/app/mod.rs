@@ -143,13 +143,26 @@ fn cache_warn(ui: &Ui) -> warden::cache::Warn {
     })
 }
 
+/// `plan --json`: the plan with its `schemaVersion` first, as the report carries one.
+#[derive(serde::Serialize)]
+struct PlanDoc<'a> {
+    #[serde(rename = "schemaVersion")]
+    schema_version: u32,
+    #[serde(flatten)]
+    plan: &'a warden::plan::Plan,
+}
+
 fn plan_cmd(args: &PlanArgs) -> Result<i32> {
     setup_color(&args.ui, args.output.is_some());
     let prepared = prepare(&args.selection.resolve()?)?;
     warn(&args.ui, &prepared.settings);
     warn_trust(&args.ui, &prepared.trust);
     let text = if args.json || args.format == PlanFormat::Json {
-        let mut s = serde_json::to_string_pretty(&prepared.plan).expect("plan serializes");
+        let doc = PlanDoc {
+            schema_version: warden::plan::SCHEMA_VERSION,
+            plan: &prepared.plan,
+        };
+        let mut s = serde_json::to_string_pretty(&doc).expect("plan serializes");
         s.push('\n');
         escape::json_doc(&s)
     } else {

@@ -13,6 +13,7 @@ use warden::fleet::{self, Fleet};
 use warden::outputs::Outputs;
 use warden::prepare::prepare;
 use warden::report::progress::{Mode, Progress};
+use warden::report::text::Layout;
 use warden::report::{WarningSource, Warnings};
 use warden::review::{self, ReviewInput};
 use warden::telemetry::{self, Telemetry};
@@ -102,6 +103,7 @@ pub(super) fn review_cmd(args: &ReviewArgs) -> Result<i32> {
         step_summary,
         checkout.as_deref(),
     )?
+    .text_layout(Layout::for_stdout(args.ui.verbose))
     .redacting(warden::report::configured_keys(&input.settings.routes));
     let telemetry = Telemetry::init(&telemetry::Options {
         trace_file: args.trace.clone(),

@@ -49,6 +49,10 @@ fn overrides(catalog: &Catalog, s: &Skill) -> Vec<String> {
         .collect()
 }
 
+/// `skills --json`'s `schemaVersion`: raised when a field changes meaning or goes away.
+const SKILLS_SCHEMA_VERSION: u32 = 1;
+
+/// `skills --json`: `{"schemaVersion": 1, "skills": [...]}`, each skill with its origin.
 fn json(catalog: &Catalog, active: &[String]) -> String {
     let list: Vec<serde_json::Value> = catalog
         .skills
@@ -66,7 +70,8 @@ fn json(catalog: &Catalog, active: &[String]) -> String {
             })
         })
         .collect();
-    let doc = serde_json::to_string_pretty(&list).expect("serializes");
+    let doc = serde_json::json!({"schemaVersion": SKILLS_SCHEMA_VERSION, "skills": list});
+    let doc = serde_json::to_string_pretty(&doc).expect("serializes");
     format!("{}\n", escape::json_doc(&doc))
 }
 

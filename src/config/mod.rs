@@ -74,7 +74,9 @@ pub fn parse_duration(text: &str) -> std::result::Result<Duration, String> {
     Ok(d)
 }
 
-/// A duration as people write it: `652ms`, `1.5s`, `8s`, `2m29s`, `15m`, `1h30m`.
+/// A duration as people write it: `652ms`, `1.5s`, `8s`, `2m29s`, `15m`, `1h30m`, `30d`.
+/// The one format of every human output (reports, progress, `cache stats`), the same
+/// spelling a config's durations are written in.
 pub fn format_duration(d: Duration) -> String {
     if d < Duration::from_secs(1) {
         return format!("{}ms", d.as_millis());
@@ -83,9 +85,9 @@ pub fn format_duration(d: Duration) -> String {
         return format!("{}.{}s", d.as_secs(), d.subsec_millis() / 100);
     }
     let s = d.as_secs();
-    let (h, m, s) = (s / 3600, s / 60 % 60, s % 60);
+    let (days, h, m, s) = (s / 86_400, s / 3600 % 24, s / 60 % 60, s % 60);
     let mut out = String::new();
-    for (n, unit) in [(h, "h"), (m, "m"), (s, "s")] {
+    for (n, unit) in [(days, "d"), (h, "h"), (m, "m"), (s, "s")] {
         if n > 0 {
             out.push_str(&format!("{n}{unit}"));
         }
@@ -284,6 +286,8 @@ mod tests {
         assert_eq!(format_duration(ms(149_400)), "2m29s");
         assert_eq!(format_duration(ms(900_000)), "15m");
         assert_eq!(format_duration(ms(5_400_000)), "1h30m");
+        assert_eq!(format_duration(Duration::from_secs(30 * 86_400)), "30d");
+        assert_eq!(format_duration(Duration::from_secs(86_400 + 7200)), "1d2h");
     }
 
     #[test]

@@ -52,7 +52,8 @@ fn resolve_route(r: &RawRoute, ctx: &Ctx, default_cap: usize) -> Result<Route, E
             return Err(ctx.err(
                 &r.name,
                 format!(
-                    "route `{name}`: missing `model` (for example model = \"claude-sonnet-4-5\")"
+                    "route `{name}`: missing `model` (for example model = \"{}\")",
+                    example_model(provider)
                 ),
             ));
         }
@@ -248,6 +249,17 @@ pub(super) fn route_from_selector(
     Ok(Route::new("default", provider, &model, cap))
 }
 
+/// A model the provider serves, for the missing-`model` message: an OpenAI route is not
+/// told to use a Claude model (the README's routes use the same names).
+fn example_model(provider: ProviderKind) -> &'static str {
+    match provider {
+        ProviderKind::OpenAi => "gpt-5-mini",
+        ProviderKind::OpenRouter => "moonshotai/kimi-k2.6",
+        ProviderKind::Anthropic | ProviderKind::Sim => "claude-sonnet-4-5",
+        ProviderKind::LiteLlm => "claude-sonnet",
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use crate::config::{AUTO_CONCURRENCY, parse_str};
@@ -326,5 +338,22 @@ mod tests {
             e.starts_with("warden.toml:6:12: route `a` capacity: must be at least 1"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn a_missing_model_is_told_a_model_of_its_provider() {
+        let e = |provider: &str| {
+            let src = format!(
+                "version = 1\n[[routes]]\nname = \"a\"\nprovider = \"{provider}\"\napiKeyEnv = \"K\"\n"
+            );
+            parse_str(&src, Path::new("warden.toml"))
+                .unwrap_err()
+                .to_string()
+        };
+        let openai = e("openai");
+        assert!(openai.contains("model = \"gpt-5-mini\""), "{openai}");
+        assert!(!openai.contains("claude"), "{openai}");
+        assert!(e("anthropic").contains("claude-sonnet-4-5"));
+        assert!(e("openrouter").contains("moonshotai/kimi-k2.6"));
     }
 }

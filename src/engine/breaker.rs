@@ -40,6 +40,17 @@ impl BreakerState {
             BreakerState::ForcedOpen => "forced_open",
         }
     }
+
+    /// The state as people read it (text report, step summary, progress): JSON, traces
+    /// and Redis keep [`BreakerState::as_str`]'s enum values.
+    pub fn label(self) -> &'static str {
+        match self {
+            BreakerState::Closed => "closed",
+            BreakerState::Open => "open",
+            BreakerState::HalfOpen => "half-open",
+            BreakerState::ForcedOpen => "held open for the run",
+        }
+    }
 }
 
 /// May an attempt go to this route now?

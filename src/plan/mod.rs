@@ -18,6 +18,9 @@ use crate::skills::ActiveSkill;
 use serde::Serialize;
 use std::sync::Arc;
 
+/// `plan --json`'s `schemaVersion`: raised when a field changes meaning or goes away.
+pub const SCHEMA_VERSION: u32 = 1;
+
 /// What a review sends: files in relevance order, their chunks, the units (skill × chunk) in dispatch order, and every skipped file with its reason.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]

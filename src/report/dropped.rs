@@ -101,24 +101,26 @@ impl Report {
 
 /// The text report's list: a count line, then one escaped line per named drop (at most
 /// `limit`), then a blank line.
-pub(crate) fn text(out: &mut String, r: &Report, limit: usize) {
-    use std::fmt::Write;
+pub(crate) fn text(out: &mut String, r: &Report, limit: usize, width: Option<usize>) {
+    use crate::text::wrap;
+    use console::Style;
     let Some(line) = r.dropped_line() else {
         return;
     };
-    let head = console::style(format!("DROPPED: {line}:")).yellow().bold();
-    let _ = writeln!(out, "{head}");
+    let head = format!("DROPPED: {line}:");
+    wrap::line(out, "", 2, &head, Style::new().yellow().bold(), width);
     for d in r.dropped_findings.iter().take(limit) {
-        let _ = writeln!(out, "  {}", crate::text::escape::inline(&d.message()));
+        let message = crate::text::escape::inline(&d.message());
+        wrap::line(out, "  ", 4, &message, Style::new(), width);
     }
     if r.dropped_findings.len() > limit {
-        let _ = writeln!(
-            out,
-            "  ... and {} more (every one is in --format json's droppedFindings)",
+        let more = format!(
+            "... and {} more (every one is in --format json's droppedFindings)",
             r.dropped_findings.len() - limit
         );
+        wrap::line(out, "  ", 4, &more, Style::new(), width);
     }
-    let _ = writeln!(out);
+    out.push('\n');
 }
 
 /// The PR comment's and the step summary's section: a heading, then a list item per

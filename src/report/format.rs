@@ -37,8 +37,13 @@ impl Format {
     /// format but GitHub's annotations (warden's own commands, each built from escaped
     /// fields) then passes the line guard: no line of it can be read as a CI command.
     pub fn render(self, r: &Report) -> String {
+        self.render_with(r, text::Layout::default())
+    }
+
+    /// [`Format::render`], the text report laid out by `layout` (stdout's width, `-v`).
+    pub fn render_with(self, r: &Report, layout: text::Layout) -> String {
         let text = match self {
-            Format::Text => text::render(r),
+            Format::Text => text::render_with(r, layout),
             Format::Json => {
                 let mut s = serde_json::to_string_pretty(r).expect("report serializes");
                 s.push('\n');

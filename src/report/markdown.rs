@@ -58,32 +58,34 @@ fn cut(s: &str, max: usize) -> String {
 }
 
 fn duration(ms: u64) -> String {
-    if ms < 1000 {
-        format!("{ms}ms")
-    } else {
-        humantime::format_duration(Duration::from_secs(ms / 1000)).to_string()
-    }
+    crate::config::format_duration(Duration::from_millis(ms))
 }
 
-/// The one-line verdict: outcome, findings by severity, units not reviewed.
+/// The one-line verdict: outcome, findings by severity, units not reviewed. Its icon
+/// follows the exit code ([`summary_md::icon`]): no ✅ on a run that fails.
 fn verdict(r: &Report) -> String {
     let s = &r.summary;
+    let icon = summary_md::icon(r);
     let findings = fit::describe(&r.findings);
     let missing = s.units - s.reviewed;
+    let failing = match r.findings.iter().filter(|f| f.fails_run).count() {
+        0 => String::new(),
+        n => format!(" ({n} at `failOn`: the run fails)"),
+    };
     match r.outcome {
-        ReviewOutcome::Complete if s.units == 0 => "✅ **warden**: nothing to review.".into(),
+        ReviewOutcome::Complete if s.units == 0 => format!("{icon} **warden**: nothing to review."),
         ReviewOutcome::Complete => format!(
-            "✅ **warden** review complete: {findings} in {} reviewed unit{}.",
+            "{icon} **warden** review complete: {findings}{failing} in {} reviewed unit{}.",
             s.units,
             if s.units == 1 { "" } else { "s" }
         ),
         ReviewOutcome::Partial => format!(
-            "⚠️ **warden** review {}: {findings}; **{missing} of {} units NOT reviewed**.",
+            "{icon} **warden** review {}: {findings}{failing}; **{missing} of {} units NOT reviewed**.",
             r.outcome.label(),
             s.units
         ),
         ReviewOutcome::Unavailable => format!(
-            "❌ **warden** review {}: **none of the {} units was reviewed**; {findings}.",
+            "{icon} **warden** review {}: **none of the {} units was reviewed**; {findings}.",
             r.outcome.label(),
             s.units
         ),
@@ -288,7 +290,53 @@ fn body(r: &Report, shown: usize) -> String {
     super::dropped::markdown(&mut out, r, NOT_REVIEWED_ROWS);
     not_reviewed(&mut out, r);
     routes(&mut out, r);
+    skipped(&mut out, r);
     out
+}
+
+/// Files skipped before review by a rule (lockfiles, generated files, ignore patterns,
+/// binaries), folded away: each with the rule that skipped it. Files cut by limits are
+/// listed under "Cut by limits" instead.
+fn skipped(out: &mut String, r: &Report) {
+    let cut: Vec<&str> = r.cuts.iter().map(|c| c.reason.as_str()).collect();
+    let list: Vec<_> = r
+        .skipped_files
+        .iter()
+        .filter(|s| !cut.contains(&s.reason.as_str()))
+        .collect();
+    if list.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "<details><summary>{} file{} skipped before review</summary>\n",
+        list.len(),
+        if list.len() == 1 { "" } else { "s" }
+    );
+    for s in list.iter().take(NOT_REVIEWED_ROWS) {
+        let rule = if s.rule.is_empty() {
+            String::new()
+        } else {
+            format!(" (rule: {})", code(&s.rule))
+        };
+        let _ = writeln!(
+            out,
+            "- {}: {}{rule}",
+            code(&s.path.to_string()),
+            inline(&s.detail)
+        );
+    }
+    if list.len() > NOT_REVIEWED_ROWS {
+        let _ = writeln!(
+            out,
+            "- …and {} more (every one is in the JSON report's `skippedFiles`)",
+            list.len() - NOT_REVIEWED_ROWS
+        );
+    }
+    if let Some(cmd) = &r.plan_command {
+        let _ = writeln!(out, "\n{} says why for each file.", code(cmd));
+    }
+    let _ = writeln!(out, "\n</details>\n");
 }
 
 /// Files cut by limits, named: a line per limit, its files as code spans.

@@ -23,6 +23,7 @@ mod setup;
 mod source;
 pub mod summary_md;
 pub mod text;
+mod text_routes;
 mod tool_loops;
 mod vcs;
 mod warnings;
@@ -473,9 +474,10 @@ pub(crate) fn route_cells(m: &RouteMetrics, none: &str) -> [String; 10] {
     ]
 }
 
-/// Milliseconds as seconds with one decimal for tables ("4.2s"), or `none` when absent.
+/// Milliseconds in the one duration format of every human output ("900ms", "4.2s",
+/// "1m30s"; `config::format_duration`), or `none` when absent.
 pub(crate) fn secs(v: Option<u64>, none: &str) -> String {
-    v.map(|v| format!("{:.1}s", v as f64 / 1000.0))
+    v.map(|v| crate::config::format_duration(std::time::Duration::from_millis(v)))
         .unwrap_or_else(|| none.to_string())
 }
 

@@ -117,7 +117,7 @@ impl State {
                 format!(
                     "{name} {}/{cap} {}",
                     self.in_flight.get(name).copied().unwrap_or(0),
-                    b.as_str()
+                    b.label()
                 )
             })
             .collect();
@@ -130,7 +130,7 @@ impl State {
         format!(
             "{count}({reviewed} reviewed, {not} not) · {} · budget left {}",
             routes.join(" · "),
-            humantime::format_duration(Duration::from_secs(left.as_secs()))
+            crate::config::format_duration(Duration::from_secs(left.as_secs()))
         )
     }
 }
@@ -140,7 +140,7 @@ fn note(e: &Event) -> Option<String> {
     match e {
         Event::Breaker {
             route, to, reason, ..
-        } => Some(format!("breaker {route} -> {}: {reason}", to.as_str())),
+        } => Some(format!("breaker {route} -> {}: {reason}", to.label())),
         Event::Failover {
             unit,
             from,

@@ -14,6 +14,17 @@ pub const STEP_SUMMARY_LIMIT: usize = 1024 * 1024 - 4096;
 /// A finding title longer than this is cut in the table.
 const TITLE_CHARS: usize = 300;
 
+/// The verdict's icon, following the exit code: ✅ only for a run that exits 0, ⚠️ for a
+/// partial review (exit 3), ❌ for findings that fail the run (1), a setup error (2) or a
+/// review in which no unit was reviewed.
+pub(crate) fn icon(r: &Report) -> &'static str {
+    match r.exit_code() {
+        0 => "✅",
+        3 if r.outcome == ReviewOutcome::Partial => "⚠️",
+        _ => "❌",
+    }
+}
+
 /// The summary, at most [`STEP_SUMMARY_LIMIT`] bytes.
 pub fn render(r: &Report) -> String {
     render_within(r, STEP_SUMMARY_LIMIT)
@@ -43,15 +54,17 @@ fn body(r: &Report, shown: usize) -> String {
     let mut out = String::new();
     let s = &r.summary;
     let verdict = match r.outcome {
-        ReviewOutcome::Complete => format!("✅ {}", r.outcome.label()),
+        ReviewOutcome::Complete => format!("{} {}", icon(r), r.outcome.label()),
         ReviewOutcome::Partial => format!(
-            "⚠️ **{}**: {} of {} units were NOT reviewed",
+            "{} **{}**: {} of {} units were NOT reviewed",
+            icon(r),
             r.outcome.label(),
             s.units - s.reviewed,
             s.units
         ),
         ReviewOutcome::Unavailable => format!(
-            "❌ **{}**: none of the {} units was reviewed",
+            "{} **{}**: none of the {} units was reviewed",
+            icon(r),
             r.outcome.label(),
             s.units
         ),
@@ -59,10 +72,10 @@ fn body(r: &Report, shown: usize) -> String {
     let _ = writeln!(out, "## warden review\n");
     let _ = writeln!(
         out,
-        "{verdict} · {} findings · {:.1}s of a {:.0}s budget · {}\n",
+        "{verdict} · {} findings · {} of a {} budget · {}\n",
         s.findings,
-        r.duration_ms as f64 / 1000.0,
-        r.budget_ms as f64 / 1000.0,
+        super::secs(Some(r.duration_ms), ""),
+        super::secs(Some(r.budget_ms), ""),
         md_code(&r.target)
     );
     cut_by_limits(&mut out, r);
@@ -192,7 +205,7 @@ pub(crate) fn route_table(r: &Report) -> String {
             "| {} | {} | {} ({} opens) |",
             cell(name),
             super::route_cells(m, "–").join(" | "),
-            m.breaker.state.as_str(),
+            m.breaker.state.label(),
             m.breaker.opens
         );
     }

@@ -1,26 +1,96 @@
 //! The report for people: findings grouped by file and, whenever the review is not
-//! complete, a banner that cannot be missed saying what was NOT reviewed.
+//! complete, a banner that cannot be missed saying what was NOT reviewed. Lines wrap at
+//! words to the terminal's width under a hanging indent ([`Layout`]); the route table is
+//! compact under 100 columns (`text_routes.rs`).
 
 use super::{Report, ReviewOutcome};
 use crate::engine::UnitStatus;
 use crate::severity::Severity;
 use crate::text::escape;
-use console::style;
+use crate::text::wrap;
+use console::{Style, style};
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
 /// How many not-reviewed units are listed by location before "and N more".
 const LIST_LIMIT: usize = 20;
 
-/// Writes `text` (model output) indented under a finding, one output line per input line,
-/// each escaped so that no line can pass for a CI command or restyle the terminal.
-fn indented(out: &mut String, prefix: &str, text: &str) {
+/// Below this many columns the route table is the compact one (unless `-v`).
+pub const WIDE: usize = 100;
+
+/// The narrowest width wrapped to: a narrower terminal (or `COLUMNS`) gets this many.
+const MIN_WIDTH: usize = 40;
+
+/// Where model text under a finding starts.
+const BODY_INDENT: usize = 11;
+
+/// How the text report is laid out: the width its lines wrap to (None: not wrapped) and
+/// whether the full route table is asked for (`-v`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Layout {
+    /// Columns; None writes every line whole (a file, a pipe, a CI log).
+    pub width: Option<usize>,
+    /// `-v`: the full route table at any width.
+    pub verbose: bool,
+}
+
+impl Layout {
+    /// The layout for stdout. `COLUMNS` wins when set (as for most terminal programs);
+    /// else a terminal's width; else no wrapping: a pipe, a file or a CI log viewer wraps
+    /// on its own, and tools that read the text (grep, ripgrep, log search) see each line
+    /// whole. ripgrep never wraps; cargo-nextest sizes only its progress bar to the
+    /// terminal and writes whole lines otherwise.
+    pub fn for_stdout(verbose: bool) -> Layout {
+        let columns = std::env::var("COLUMNS")
+            .ok()
+            .and_then(|c| c.trim().parse::<usize>().ok())
+            .filter(|&c| c > 0);
+        let term = console::Term::stdout();
+        let width = columns.or_else(|| {
+            term.is_term()
+                .then(|| term.size_checked().map(|(_, cols)| usize::from(cols)))
+                .flatten()
+        });
+        Layout {
+            width: width.map(|w| w.max(MIN_WIDTH)),
+            verbose,
+        }
+    }
+
+    /// A layout of `width` columns.
+    pub fn at(width: usize, verbose: bool) -> Layout {
+        Layout {
+            width: Some(width.max(MIN_WIDTH)),
+            verbose,
+        }
+    }
+
+    /// Every column of the route table: with `-v`, in a terminal at least [`WIDE`]
+    /// columns wide, and whenever lines are not wrapped.
+    pub(super) fn full_table(self) -> bool {
+        self.verbose || self.width.is_none_or(|w| w >= WIDE)
+    }
+}
+
+/// Writes `text` (model output) indented under a finding, one logical line per input
+/// line, each escaped so that no line can pass for a CI command or restyle the terminal,
+/// and wrapped under a hanging indent (under the prefix's text, or two columns in).
+fn indented(out: &mut String, prefix: &str, text: &str, width: Option<usize>) {
+    let pad = " ".repeat(BODY_INDENT);
     for (i, line) in escape::lines(text.trim_end_matches(['\n', '\r']))
         .iter()
         .enumerate()
     {
         let lead = if i == 0 { prefix } else { "" };
-        let _ = writeln!(out, "           {lead}{line}");
+        let hang = BODY_INDENT + lead.chars().count().max(2);
+        wrap::line(
+            out,
+            &format!("{pad}{lead}"),
+            hang,
+            line,
+            Style::new(),
+            width,
+        );
     }
 }
 
@@ -34,28 +104,35 @@ fn severity_label(s: Severity) -> String {
     }
 }
 
-/// The report for people: findings by file, a banner for what was not reviewed, the
-/// route table, then where config came from and the outcome line.
+/// The report for people, not wrapped, with the full route table (files, pipes).
 pub fn render(r: &Report) -> String {
+    render_with(r, Layout::default())
+}
+
+/// The report for people laid out by `layout`: findings by file, a banner for what was
+/// not reviewed, the route table, then where config came from and the outcome line.
+pub fn render_with(r: &Report, layout: Layout) -> String {
     let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "{} {}",
-        style("warden review:").bold(),
-        escape::inline(&r.target)
-    );
+    let w = layout.width;
+    let target = escape::inline(&r.target);
+    let head = [
+        ("warden review:", Style::new().bold()),
+        (" ", Style::new()),
+        (target.as_str(), Style::new()),
+    ];
+    wrap::pieces(&mut out, "", 2, &head, w);
     let _ = writeln!(out);
-    findings(&mut out, r);
-    not_reviewed(&mut out, r);
-    cut_by_limits(&mut out, r);
-    super::dropped::text(&mut out, r, LIST_LIMIT);
-    routes(&mut out, r);
-    footer(&mut out, r);
+    findings(&mut out, r, w);
+    not_reviewed(&mut out, r, w);
+    cut_by_limits(&mut out, r, w);
+    super::dropped::text(&mut out, r, LIST_LIMIT, w);
+    super::text_routes::routes(&mut out, r, layout);
+    footer(&mut out, r, w);
     out
 }
 
 /// Findings grouped by file, or what a report without findings means.
-fn findings(out: &mut String, r: &Report) {
+fn findings(out: &mut String, r: &Report, w: Option<usize>) {
     if r.findings.is_empty() {
         if r.outcome == ReviewOutcome::Complete {
             let _ = writeln!(
@@ -84,29 +161,32 @@ fn findings(out: &mut String, r: &Report) {
         }
         for (path, mut list) in by_file {
             list.sort_by_key(|f| (f.start_line, std::cmp::Reverse(f.severity)));
-            let _ = writeln!(out, "{}", style(escape::line_start(path)).cyan().bold());
+            let path = escape::line_start(path);
+            wrap::line(out, "", 2, &path, Style::new().cyan().bold(), w);
             for f in list {
                 let lines = if f.end_line > f.start_line {
                     format!("{}-{}", f.start_line, f.end_line)
                 } else {
                     f.start_line.to_string()
                 };
-                let _ = writeln!(
-                    out,
-                    "  {:>7}  {} {}  {}",
-                    lines,
-                    severity_label(f.severity),
-                    style(escape::inline(&f.title)).bold(),
-                    style(format!(
-                        "[{}, {} confidence]",
-                        escape::inline(&f.skill),
-                        f.confidence
-                    ))
-                    .dim()
+                // The title wraps under itself: the hanging indent is the lead's width.
+                let lead = format!("  {:>7}  {} ", lines, severity_label(f.severity));
+                let title = escape::inline(&f.title);
+                let tag = format!(
+                    "[{}, {} confidence]",
+                    escape::inline(&f.skill),
+                    f.confidence
                 );
-                indented(out, "", &f.description);
+                let pieces = [
+                    (title.as_str(), Style::new().bold()),
+                    ("  ", Style::new()),
+                    (tag.as_str(), Style::new().dim()),
+                ];
+                let hang = console::measure_text_width(&lead);
+                wrap::pieces(out, &lead, hang, &pieces, w);
+                indented(out, "", &f.description, w);
                 if let Some(s) = &f.suggestion {
-                    indented(out, "suggestion: ", s);
+                    indented(out, "suggestion: ", s, w);
                 }
             }
             let _ = writeln!(out);
@@ -115,7 +195,7 @@ fn findings(out: &mut String, r: &Report) {
 }
 
 /// The banner that cannot be missed, whenever units (or shards) were not reviewed.
-fn not_reviewed(out: &mut String, r: &Report) {
+fn not_reviewed(out: &mut String, r: &Report, w: Option<usize>) {
     let missing: Vec<_> = r.not_reviewed().collect();
     // A merged report's missing shards: their units are not in `units` at all.
     let unmerged: usize = r.missing_shards.iter().map(|m| m.units).sum();
@@ -138,78 +218,68 @@ fn not_reviewed(out: &mut String, r: &Report) {
             .iter()
             .map(|(s, n)| format!("{n} {}", s.as_str()))
             .collect();
-        let _ = writeln!(out, "  by status: {}", by_status.join(", "));
+        wrap::line(
+            out,
+            "  ",
+            4,
+            &format!("by status: {}", by_status.join(", ")),
+            Style::new(),
+            w,
+        );
         for m in &r.missing_shards {
-            let _ = writeln!(
-                out,
-                "  shard {}/{} is missing: its {} units were not reviewed",
+            let line = format!(
+                "shard {}/{} is missing: its {} units were not reviewed",
                 m.index, m.count, m.units
             );
+            wrap::line(out, "  ", 4, &line, Style::new(), w);
         }
         for u in missing.iter().take(LIST_LIMIT) {
-            let _ = writeln!(
-                out,
-                "  {}:{}-{} ({}) {}: {}",
+            let at = format!(
+                "{}:{}-{} ({}) ",
                 escape::inline(&u.path),
                 u.start_line,
                 u.end_line,
-                escape::inline(&u.skill),
-                style(u.status.as_str()).yellow(),
-                escape::inline(&u.reason)
+                escape::inline(&u.skill)
             );
+            let reason = format!(": {}", escape::inline(&u.reason));
+            let pieces = [
+                (at.as_str(), Style::new()),
+                (u.status.as_str(), Style::new().yellow()),
+                (reason.as_str(), Style::new()),
+            ];
+            wrap::pieces(out, "  ", 4, &pieces, w);
         }
         if missing.len() > LIST_LIMIT {
-            let _ = writeln!(
-                out,
-                "  ... and {} more (every unit is listed in --format json)",
+            let line = format!(
+                "... and {} more (every unit is listed in --format json)",
                 missing.len() - LIST_LIMIT
             );
+            wrap::line(out, "  ", 4, &line, Style::new(), w);
         }
         let _ = writeln!(out);
     }
 }
 
-/// A route's effective limit and back-pressure (DESIGN.md section 13), under its row when
-/// the run followed them or the provider pushed back.
-fn load_line(m: &super::RouteMetrics) -> Option<String> {
-    let bp = &m.backpressure;
-    if m.limit.is_none() && bp.answers == 0 && bp.paused_ms == 0 {
-        return None;
-    }
-    let mut parts = Vec::new();
-    if let Some(l) = m.limit {
-        parts.push(format!(
-            "limit {}/{}/{} (min/median/max) of {}",
-            l.min, l.median, l.max, m.max_concurrency
-        ));
-    }
-    parts.push(format!(
-        "back-pressure {} answer{}, paused {}",
-        bp.answers,
-        if bp.answers == 1 { "" } else { "s" },
-        crate::config::format_duration(std::time::Duration::from_millis(bp.paused_ms))
-    ));
-    Some(parts.join(", "))
+/// Milliseconds in the one duration format of every human output.
+fn ms(v: u64) -> String {
+    crate::config::format_duration(std::time::Duration::from_millis(v))
 }
 
 /// Files cut by limits: a line per limit with the count, then the files (escaped).
-fn cut_by_limits(out: &mut String, r: &Report) {
+fn cut_by_limits(out: &mut String, r: &Report, w: Option<usize>) {
     for c in &r.cuts {
-        let _ = writeln!(
-            out,
-            "{}",
-            style(format!("CUT: {}", c.message())).yellow().bold()
-        );
+        let head = format!("CUT: {}", c.message());
+        wrap::line(out, "", 2, &head, Style::new().yellow().bold(), w);
         let paths: Vec<String> = r.cut_paths(c).collect();
         for p in paths.iter().take(LIST_LIMIT) {
-            let _ = writeln!(out, "  {}", escape::inline(p));
+            wrap::line(out, "  ", 4, &escape::inline(p), Style::new(), w);
         }
         if paths.len() > LIST_LIMIT {
-            let _ = writeln!(
-                out,
-                "  ... and {} more (every file is in --format json's skippedFiles and in `warden plan`)",
+            let line = format!(
+                "... and {} more (every file is in --format json's skippedFiles and in `warden plan`)",
                 paths.len() - LIST_LIMIT
             );
+            wrap::line(out, "  ", 4, &line, Style::new(), w);
         }
     }
     if !r.cuts.is_empty() {
@@ -217,79 +287,18 @@ fn cut_by_limits(out: &mut String, r: &Report) {
     }
 }
 
-/// The route table (a renderer's table: one row per route).
-fn routes(out: &mut String, r: &Report) {
-    if !r.route_order.is_empty() {
-        let _ = writeln!(out, "{}", style("Routes").bold());
-        let _ = writeln!(
-            out,
-            "  {:<16} {:>5} {:>5} {:>8} {:>11} {:>9} {:>9} {:>8} {:>8} {:>8} {:>9}  breaker",
-            "route",
-            "calls",
-            "ok",
-            "timeouts",
-            "unavailable",
-            "rate-ltd",
-            "failover",
-            "p50",
-            "p95",
-            "max",
-            "ttft p95"
-        );
-        for name in &r.route_order {
-            let m = &r.routes[name];
-            let c = super::route_cells(m, "-");
-            let _ = writeln!(
-                out,
-                "  {:<16} {:>5} {:>5} {:>8} {:>11} {:>9} {:>9} {:>8} {:>8} {:>8} {:>9}  {}{}",
-                name,
-                c[0],
-                c[1],
-                c[2],
-                c[3],
-                c[4],
-                c[5],
-                c[6],
-                c[7],
-                c[8],
-                c[9],
-                m.breaker.state.as_str(),
-                if m.breaker.opens > 0 {
-                    format!(" (opened {}x)", m.breaker.opens)
-                } else {
-                    String::new()
-                }
-            );
-            if let Some(load) = load_line(m) {
-                let _ = writeln!(out, "  {:<16} {load}", "");
-            }
-            if let Some(tokens) = tokens_line(m) {
-                let _ = writeln!(out, "  {:<16} {tokens}", "");
-            }
-        }
-        let _ = writeln!(out);
+/// The footer's lines, each wrapped under a two-column hanging indent.
+fn footer(out: &mut String, r: &Report, w: Option<usize>) {
+    let mut lines = String::new();
+    footer_lines(&mut lines, r);
+    for line in lines.lines() {
+        wrap::line(out, "", 2, line, Style::new(), w);
     }
 }
 
-/// A route's tokens when its providers reported cache or reasoning tokens: input (cached
-/// reads, their share, cache writes), output (reasoning).
-fn tokens_line(m: &super::RouteMetrics) -> Option<String> {
-    if m.cached_input_tokens + m.cache_write_tokens + m.reasoning_tokens == 0 {
-        return None;
-    }
-    Some(format!(
-        "tokens: {} in ({} cached, {:.1}% hit; {} written to cache), {} out ({} reasoning)",
-        m.input_tokens,
-        m.cached_input_tokens,
-        m.cache_hit_share * 100.0,
-        m.cache_write_tokens,
-        m.output_tokens,
-        m.reasoning_tokens
-    ))
-}
-
-/// Verification, skipped files, trust, skills, cache, and the outcome line.
-fn footer(out: &mut String, r: &Report) {
+/// Verification, skipped files, trust, skills, cache, and the outcome line (one line
+/// each, styled where they call for attention).
+fn footer_lines(out: &mut String, r: &Report) {
     if let Some(line) = cost_line(r) {
         let _ = writeln!(out, "{line}");
     }
@@ -357,13 +366,13 @@ fn footer(out: &mut String, r: &Report) {
     };
     let _ = writeln!(
         out,
-        "Review {outcome}: {} of {} units reviewed, {} finding{} in {:.1}s (budget {:.0}s){}",
+        "Review {outcome}: {} of {} units reviewed, {} finding{} in {} (budget {}){}",
         s.reviewed,
         s.units,
         s.findings,
         if s.findings == 1 { "" } else { "s" },
-        r.duration_ms as f64 / 1000.0,
-        r.budget_ms as f64 / 1000.0,
+        ms(r.duration_ms),
+        ms(r.budget_ms),
         if r.interrupted {
             "; interrupted"
         } else if r.budget_expired {

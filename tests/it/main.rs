@@ -41,6 +41,7 @@ mod output_safety;
 mod outputs;
 mod patch_input;
 mod patch_property;
+mod people_output;
 mod plan_limits;
 mod provider;
 mod provider_tools;

@@ -61,7 +61,7 @@ fn three_formats_from_one_run_send_the_requests_of_one() {
     let md = std::fs::read_to_string(out("comment.md")).unwrap();
     assert!(
         md.starts_with(
-            "<!-- warden:review -->\n✅ **warden** review complete: 3 findings (3 high)"
+            "<!-- warden:review -->\n❌ **warden** review complete: 3 findings (3 high) (3 at `failOn`: the run fails)"
         ),
         "{md}"
     );

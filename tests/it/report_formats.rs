@@ -324,6 +324,45 @@ fn text_report() {
     insta::assert_snapshot!("text", text);
 }
 
+/// The text report laid out for an 80- and a 120-column terminal: every line within the
+/// width, words whole (the fixture's words reappear in order), the compact route table at
+/// 80 and the full one at 120 (and at 80 with -v).
+#[test]
+fn text_report_wraps_to_the_terminal_width() {
+    use warden::report::text::Layout;
+    console::set_colors_enabled(false);
+    let r = fixture();
+    let whole = report::text::render(&r);
+    let words = |s: &str| s.split_whitespace().map(str::to_string).collect::<Vec<_>>();
+    for width in [80, 120] {
+        let text = report::text::render_with(&r, Layout::at(width, false));
+        for line in text.lines() {
+            assert!(
+                line.chars().count() <= width,
+                "{width}: {} columns: {line:?}",
+                line.chars().count()
+            );
+        }
+        // The full table's rows are wider than 120 columns: the 120 layout has them; the
+        // words of the report (route table aside) are the same words in the same order.
+        let prose = |s: &str| words(s.split("Routes\n").next().unwrap());
+        assert_eq!(prose(&text), prose(&whole), "{width}: words cut or lost");
+        insta::assert_snapshot!(format!("text_{width}"), text);
+    }
+    let narrow = report::text::render_with(&r, Layout::at(80, false));
+    assert!(
+        narrow.contains("not ok") && !narrow.contains("unavailable"),
+        "{narrow}"
+    );
+    let wide = report::text::render_with(&r, Layout::at(120, false));
+    assert!(wide.contains("unavailable rate-ltd"), "{wide}");
+    let verbose = report::text::render_with(&r, Layout::at(80, true));
+    assert!(verbose.contains("unavailable rate-ltd"), "-v: {verbose}");
+    // Not a terminal: nothing wrapped, the full table.
+    assert!(whole.contains("unavailable rate-ltd"));
+    assert!(whole.lines().any(|l| l.chars().count() > 120), "{whole}");
+}
+
 #[test]
 fn json_report_matches_its_schema() {
     let json = serde_json::to_value(fixture()).unwrap();

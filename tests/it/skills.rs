@@ -32,8 +32,10 @@ fn repo_skills_are_found_in_every_folder_and_override_built_ins() {
         String::from_utf8_lossy(&out.stderr)
     );
     let list: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(list["schemaVersion"], 1);
     let find = |n: &str| {
-        list.as_array()
+        list["skills"]
+            .as_array()
             .unwrap()
             .iter()
             .find(|s| s["name"] == n)

@@ -616,7 +616,7 @@ fn a_pr_added_skill_never_reaches_the_system_instructions() {
     // `warden skills` flags the override too.
     let (_, listing, _) = run(&repo, &["skills", "--json"], &[]);
     let list: Value = serde_json::from_str(&listing).unwrap();
-    let sec = list
+    let sec = list["skills"]
         .as_array()
         .unwrap()
         .iter()

@@ -151,6 +151,7 @@ pub fn warden() -> Command {
         .env_remove("GITHUB_HEAD_REF")
         .env_remove("GITHUB_REF_NAME")
         .env_remove("WARDEN_REDIS_URL")
+        .env_remove("COLUMNS")
         .env("GIT_CONFIG_NOSYSTEM", "1")
         .env("WARDEN_CACHE_DIR", fresh_cache_dir());
     cmd

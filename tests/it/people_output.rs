@@ -1,0 +1,203 @@
+//! What people read (issue 31, "output for people"): breaker states in words, one duration
+//! format, a Markdown verdict whose icon follows the exit code and that lists the files
+//! skipped before review, and the JSON documents of `plan` and `skills` versioned. The
+//! report cases run on the shared fixture (built through `report::build`); the commands
+//! through the real binary.
+
+use crate::report_formats::fixture;
+use crate::support::Repo;
+use serde_json::Value;
+use warden::engine::BreakerState;
+use warden::report::text::Layout;
+use warden::report::{self, ReviewOutcome, markdown, summary_md};
+
+/// The Markdown verdict line (the line after the sticky marker).
+fn verdict(body: &str) -> &str {
+    body.lines().nth(1).unwrap_or("")
+}
+
+#[test]
+fn the_markdown_verdict_s_icon_follows_the_exit_code() {
+    // Complete, and the high finding reaches failOn: the run exits 1.
+    let mut failing = fixture();
+    failing.outcome = ReviewOutcome::Complete;
+    assert_eq!(failing.exit_code(), 1);
+    let body = markdown::render(&failing);
+    let line = verdict(&body);
+    assert!(!line.contains('✅'), "exit 1 but: {line}");
+    assert!(line.starts_with('❌'), "{line}");
+    assert!(line.contains("1 at `failOn`: the run fails"), "{line}");
+    let step = summary_md::render(&failing);
+    assert!(!step.contains('✅'), "exit 1 but: {step}");
+
+    // Complete without a finding at failOn: exit 0, and only then ✅.
+    let mut clean = fixture();
+    clean.outcome = ReviewOutcome::Complete;
+    for f in &mut clean.findings {
+        f.fails_run = false;
+    }
+    assert_eq!(clean.exit_code(), 0);
+    assert!(verdict(&markdown::render(&clean)).starts_with('✅'));
+    assert!(summary_md::render(&clean).contains("✅ complete"));
+
+    // Partial without failing findings: exit 3, a warning.
+    let mut partial = fixture();
+    for f in &mut partial.findings {
+        f.fails_run = false;
+    }
+    assert_eq!(partial.exit_code(), 3);
+    assert!(verdict(&markdown::render(&partial)).starts_with("⚠️"));
+}
+
+#[test]
+fn the_markdown_comment_lists_files_skipped_before_review_with_their_rule() {
+    let mut r = fixture();
+    r.plan_command = Some("warden plan main...HEAD".into());
+    let body = markdown::render(&r);
+    let section = body
+        .split("<details><summary>1 file skipped before review</summary>")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no skipped-files section:\n{body}"));
+    let section = section.split("</details>").next().unwrap();
+    let skipped = &r.skipped_files[0];
+    assert_eq!(skipped.path.to_string(), "package-lock.json");
+    assert!(section.contains("- `package-lock.json`: "), "{section}");
+    assert_eq!(skipped.rule, "built-in `package-lock.json`");
+    assert!(
+        section.contains("(rule: `` built-in `package-lock.json` ``)"),
+        "{section}"
+    );
+    assert!(
+        section.contains("`warden plan main...HEAD` says why"),
+        "{section}"
+    );
+}
+
+#[test]
+fn breaker_states_read_as_words_for_people_and_as_enum_values_in_json() {
+    console::set_colors_enabled(false);
+    for (state, words) in [
+        (BreakerState::HalfOpen, "half-open"),
+        (BreakerState::ForcedOpen, "held open for the run"),
+    ] {
+        let mut r = fixture();
+        r.routes.get_mut("primary").unwrap().breaker.state = state;
+        let text = report::text::render_with(&r, Layout::at(200, false));
+        let step = summary_md::render(&r);
+        for (what, out) in [("text", &text), ("step summary", &step)] {
+            assert!(out.contains(words), "{what}: {out}");
+            assert!(!out.contains(state.as_str()), "{what}: {out}");
+        }
+        let json = serde_json::to_value(&r).unwrap();
+        assert_eq!(
+            json["routes"]["primary"]["breaker"]["state"],
+            state.as_str()
+        );
+    }
+}
+
+#[test]
+fn every_human_output_prints_durations_one_way() {
+    console::set_colors_enabled(false);
+    let r = fixture();
+    // The review took its whole 900 s budget.
+    let text = report::text::render_with(&r, Layout::at(120, true));
+    assert!(
+        text.contains("2 findings in 15m (budget 15m); budget ran out"),
+        "{text}"
+    );
+    // Route latencies: 90 s and 120.1 s are 1m30s and 2m, 0.9 s is 900ms.
+    assert!(text.contains("1m30s") && text.contains("900ms"), "{text}");
+    for out in [&text, &summary_md::render(&r), &markdown::render(&r)] {
+        assert!(!out.contains("900s") && !out.contains("900.0s"), "{out}");
+        assert!(!out.contains("90.0s") && !out.contains("0.9s"), "{out}");
+    }
+    assert!(summary_md::render(&r).contains("15m of a 15m budget"));
+}
+
+fn run(repo: &Repo, args: &[&str]) -> (i32, String, String) {
+    let out = repo.warden(args).output().unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn plan_and_skills_json_carry_a_schema_version() {
+    let repo = Repo::new();
+    repo.write("a.py", "x = 1\n").commit_all("init");
+    let (code, out, err) = run(&repo, &["plan", "--json", "--demo"]);
+    assert_eq!(code, 0, "{err}");
+    let plan: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(plan["schemaVersion"], 1, "{out}");
+    assert!(
+        out.trim_start().starts_with("{\n  \"schemaVersion\": 1,"),
+        "{out}"
+    );
+    assert!(plan["units"].as_array().is_some_and(|u| !u.is_empty()));
+    let (code, out, err) = run(&repo, &["skills", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let skills: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(skills["schemaVersion"], 1, "{out}");
+    let names: Vec<&str> = skills["skills"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
+    assert!(names.contains(&"code-review"), "{names:?}");
+}
+
+#[test]
+fn cache_stats_print_the_kept_age_in_the_duration_format() {
+    let repo = Repo::new();
+    repo.write("a.py", "x = 1\n").commit_all("init");
+    let (code, out, err) = run(&repo, &["cache", "stats"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("kept for 30d (maxAge)"), "{out}");
+}
+
+#[test]
+fn long_finding_lines_wrap_at_words_under_a_hanging_indent() {
+    console::set_colors_enabled(false);
+    let mut r = fixture();
+    let title = "The session token is compared with a non-constant-time equality check";
+    let description = "An attacker who can time responses recovers the token byte by byte; compare with hmac.compare_digest over the whole value instead of ==.";
+    r.findings[0].title = title.into();
+    r.findings[0].description = description.into();
+    let text = report::text::render_with(&r, Layout::at(80, false));
+    let block: Vec<&str> = text
+        .lines()
+        .skip_while(|l| !l.contains("HIGH"))
+        .take_while(|l| !l.is_empty())
+        .collect();
+    for l in &block {
+        assert!(l.chars().count() <= 80, "{l:?}");
+    }
+    // The title's continuation hangs under the title (column 20), the description's two
+    // columns in from its first line (column 13).
+    assert!(
+        block[0].starts_with("       18  HIGH     The session token"),
+        "{block:#?}"
+    );
+    assert!(block[1].starts_with(&" ".repeat(20)) && !block[1].starts_with(&" ".repeat(21)));
+    let body = block
+        .iter()
+        .position(|l| l.starts_with("           An attacker"))
+        .unwrap();
+    assert!(block[body + 1].starts_with(&" ".repeat(13)), "{block:#?}");
+    // Words whole and in order: the block's words are the title's, the tag's and the
+    // description's.
+    let got: Vec<&str> = block.iter().flat_map(|l| l.split_whitespace()).collect();
+    let want: Vec<&str> = ["18", "HIGH"]
+        .into_iter()
+        .chain(title.split_whitespace())
+        .chain("[security-review, high confidence]".split_whitespace())
+        .chain(description.split_whitespace())
+        .collect();
+    assert_eq!(got, want);
+    // Today's binary wrote the finding as one 150-column line.
+    assert!(report::text::render(&r).lines().any(|l| l.len() > 120));
+}
