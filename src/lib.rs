@@ -22,6 +22,7 @@ pub mod findings_schema;
 pub mod fleet;
 #[doc(hidden)]
 pub mod fuzzing;
+pub mod known;
 pub mod outputs;
 pub mod path_rules;
 pub mod plan;

@@ -57,6 +57,9 @@ pub struct ReviewInput {
     pub bulkhead: Option<Arc<dyn Bulkhead>>,
     /// Where a skill's tools read (see `crate::tools`); None: no unit loops.
     pub tool_head: Option<crate::tools::Head>,
+    /// Filled as the review runs, for a signal that cannot wait for its end
+    /// ([`crate::known`]).
+    pub known: Option<crate::known::Known>,
 }
 
 const NO_ROUTES: &str = "no model routes are configured (no [[routes]] in warden.toml and no defaults.model)
@@ -118,12 +121,21 @@ pub async fn run(input: ReviewInput, sink: Sink, interrupt: CancellationToken) -
         warnings,
         bulkhead,
         tool_head,
+        known,
     } = input;
     // The fingerprint is the whole plan's, so every shard of one review carries the same.
     let plan_fingerprint = crate::shard::fingerprint(&plan);
     let shard = shard.map(|s| s.deal(&mut plan));
     let exec = settings.execution;
     let work = units(&plan, &skills, &settings);
+    // From here a signal's deadline can report what is known (§14).
+    let sink = match &known {
+        Some(k) => {
+            k.begin(&plan, &settings, &skills);
+            sink.tee(k.sink())
+        }
+        None => sink,
+    };
     let routes_of: Vec<Vec<usize>> = work.iter().map(|w| w.routes.clone()).collect();
     // Units answered from the cache make no request and take no permit.
     let mut cached = ReviewCache::lookup(

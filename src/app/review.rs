@@ -4,12 +4,13 @@
 use super::signals::Signals;
 use super::{cache_warn, setup_color, warn, warn_trust};
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use warden::cache::location::Sources;
 use warden::cache::{self, Levels};
 use warden::cli::ReviewArgs;
 use warden::error::{Error, Result};
 use warden::fleet::{self, Fleet};
+use warden::known::Known;
 use warden::outputs::Outputs;
 use warden::prepare::prepare;
 use warden::report::progress::{Mode, Progress};
@@ -26,6 +27,7 @@ pub(super) fn review_cmd(args: &ReviewArgs) -> Result<i32> {
     if let Some(trace) = &args.trace {
         warden::outputs::refuse_linked_folders(trace, checkout.as_deref(), "--trace")?;
     }
+    let signals = listening();
     let prepared = prepare(&selection)?;
     warn(&args.ui, &prepared.settings);
     warn_trust(&args.ui, &prepared.trust);
@@ -54,30 +56,8 @@ pub(super) fn review_cmd(args: &ReviewArgs) -> Result<i32> {
         )),
         None => None,
     };
-    let cache = if cache::simulated_only(&prepared.settings.routes) {
-        // Every --sim run would open with it; it is for those who ask (-v).
-        if args.ui.verbose {
-            warden::text::stdio::eprint_line(&format!(
-                "{} {}",
-                console::style("note:").cyan().for_stderr(),
-                cache::OFF_FOR_SIMULATED
-            ));
-        }
-        Levels::off()
-    } else {
-        Levels::open(
-            cache::Request {
-                settings: &prepared.settings.cache,
-                disabled: args.cache.no_cache,
-                sources: Sources::from_env(
-                    args.cache.cache_dir.clone(),
-                    prepared.settings.cache.dir.clone(),
-                ),
-            },
-            fleet.as_ref(),
-            warnings.tee(WarningSource::Cache, cache_warn(&args.ui)),
-        )
-    };
+    let cache = open_cache(args, &prepared.settings, fleet.as_ref(), &warnings);
+    let known = Known::default();
     let input = ReviewInput {
         fleet,
         routes,
@@ -92,6 +72,7 @@ pub(super) fn review_cmd(args: &ReviewArgs) -> Result<i32> {
         warnings,
         bulkhead: None,
         tool_head: prepared.tool_head,
+        known: Some(known.clone()),
     };
     // Every output is opened before the first request: a bad path costs no money.
     let step_summary = std::env::var_os("GITHUB_STEP_SUMMARY")
@@ -111,17 +92,54 @@ pub(super) fn review_cmd(args: &ReviewArgs) -> Result<i32> {
         trace_content: args.trace_content,
         checkout: checkout.clone(),
     })?;
+    let run = Run {
+        runtime,
+        outputs,
+        telemetry,
+        signals,
+        known,
+    };
+    run_and_write(args, input, run)
+}
+
+/// What the review runs with once everything is open.
+struct Run {
+    runtime: tokio::runtime::Runtime,
+    outputs: Outputs,
+    telemetry: Telemetry,
+    signals: Signals,
+    known: Known,
+}
+
+/// Runs the review with progress and telemetry listening, writes the reports (or leaves
+/// them to a signal's fallback), and maps the exit code.
+fn run_and_write(args: &ReviewArgs, input: ReviewInput, run: Run) -> Result<i32> {
+    let Run {
+        runtime,
+        outputs,
+        telemetry,
+        signals,
+        known,
+    } = run;
+    // Whoever takes the outputs writes them: the review, or a signal's fallback.
+    let outputs = Arc::new(Mutex::new(Some(outputs)));
+    let plan_command = args.selection.plan_command();
+    signals.set_fallback(Box::new({
+        let (outputs, plan_command) = (outputs.clone(), plan_command.clone());
+        move || write_known(&outputs, &known, plan_command)
+    }));
     let progress = Arc::new(Progress::new(Mode::detect(args.ui.quiet), args.ui.verbose));
     let sink = progress.sink().tee(telemetry.sink());
-    let signals = Signals::default();
-    let mut report = runtime.block_on(async {
-        signals.listen();
-        review::run(input, sink, signals.token.clone()).await
-    });
-    report.plan_command = Some(args.selection.plan_command());
+    let mut report = runtime.block_on(review::run(input, sink, signals.token.clone()));
+    report.plan_command = Some(plan_command);
     signals.writing();
     progress.finish();
     telemetry.finish();
+    let Some(outputs) = take(&outputs) else {
+        // A signal's fallback is writing what was known; its deadline ends the process.
+        std::thread::sleep(std::time::Duration::from_secs(2));
+        return Ok(signals.code().unwrap_or(3));
+    };
     outputs.write(&report)?;
     if let Some(setup) = report.setup_failure() {
         warden::text::stdio::eprint_line(&format!(
@@ -130,9 +148,75 @@ pub(super) fn review_cmd(args: &ReviewArgs) -> Result<i32> {
             warden::text::escape::block(&setup)
         ));
     }
-    // Dropping the runtime would wait for the signal listener; it is not needed now.
+    // Dropping the runtime would wait for tasks still parked; they are not needed now.
     runtime.shutdown_background();
     Ok(signals.code().unwrap_or_else(|| report.exit_code()))
+}
+
+/// Signals act from the start: preparing a large change is CPU-bound work too (DESIGN.md
+/// §14); until the review has a plan, the fallback can only say so.
+fn listening() -> Signals {
+    let signals = Signals::default();
+    signals.listen();
+    signals.set_fallback(Box::new(|| {
+        warden::text::stdio::eprint_line(
+            "warden: interrupted while preparing the review: nothing was reviewed",
+        );
+    }));
+    signals
+}
+
+/// The result cache's levels: off for a review over simulated routes only.
+fn open_cache(
+    args: &ReviewArgs,
+    settings: &warden::config::Settings,
+    fleet: Option<&Fleet>,
+    warnings: &Warnings,
+) -> Levels {
+    if cache::simulated_only(&settings.routes) {
+        // Every --sim run would open with it; it is for those who ask (-v).
+        if args.ui.verbose {
+            warden::text::stdio::eprint_line(&format!(
+                "{} {}",
+                console::style("note:").cyan().for_stderr(),
+                cache::OFF_FOR_SIMULATED
+            ));
+        }
+        Levels::off()
+    } else {
+        Levels::open(
+            cache::Request {
+                settings: &settings.cache,
+                disabled: args.cache.no_cache,
+                sources: Sources::from_env(
+                    args.cache.cache_dir.clone(),
+                    settings.cache.dir.clone(),
+                ),
+            },
+            fleet,
+            warnings.tee(WarningSource::Cache, cache_warn(&args.ui)),
+        )
+    }
+}
+
+/// The outputs, once: None when the other writer has them.
+fn take(outputs: &Mutex<Option<Outputs>>) -> Option<Outputs> {
+    outputs.lock().unwrap_or_else(|p| p.into_inner()).take()
+}
+
+/// A signal's fallback: the report of what is known, to every output the review opened.
+fn write_known(outputs: &Mutex<Option<Outputs>>, known: &Known, plan_command: String) {
+    let Some(outputs) = take(outputs) else { return };
+    let Some(mut report) = known.report() else {
+        warden::text::stdio::eprint_line(
+            "warden: interrupted before the review had a plan: nothing was reviewed",
+        );
+        return;
+    };
+    report.plan_command = Some(plan_command);
+    if let Err(e) = outputs.write(&report) {
+        warden::text::stdio::eprint_line(&format!("warden: {e}"));
+    }
 }
 
 /// A text review to stdout with nothing to send: one line naming the selection and what

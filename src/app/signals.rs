@@ -1,18 +1,28 @@
 //! Interrupts: the first cancels in-flight attempts so the report is written with what was
 //! received; a second exits at once. On Unix, SIGINT (exit 130) and SIGTERM (143); on
-//! Windows, Ctrl-C and Ctrl-Break (both 130: Windows has no SIGTERM to deliver). Once the
-//! review has ended and its reports are being written, a signal gives the writing
-//! [`GRACE`] and then exits with its code: writing that is slow (a huge report, a stdout
-//! nobody reads) never holds a signal for longer (DESIGN.md §13).
+//! Windows, Ctrl-C and Ctrl-Break (both 130: Windows has no SIGTERM to deliver).
+//!
+//! A signal acts within 1 s in every phase (DESIGN.md §14): the listener has a thread of
+//! its own (a busy runtime cannot delay it), and the first signal arms a deadline. If the
+//! review has not begun writing its reports [`FALLBACK_AFTER`] later (it is in a
+//! CPU-bound stretch, or a cache will not answer), the fallback writes the report of what
+//! is known instead; at [`GRACE`] the process exits with the signal's code, written or
+//! not, so slow writing (a huge report, a stdout nobody reads) never holds it either.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
-/// How long the writing of the reports may go on after a signal (a signal acts within
-/// 1 s).
-const GRACE: Duration = Duration::from_millis(900);
+/// How long after a signal the process may still run (a signal acts within 1 s).
+const GRACE: Duration = Duration::from_millis(950);
+
+/// How long after a signal the review may take to reach its own reports before the
+/// fallback writes what is known.
+const FALLBACK_AFTER: Duration = Duration::from_millis(600);
+
+/// What writes the report of what is known when the review cannot end in time.
+pub(super) type Fallback = Box<dyn FnOnce() + Send>;
 
 /// The interrupt token the review watches, and the exit code of the signal, if one came.
 #[derive(Clone, Default)]
@@ -20,6 +30,7 @@ pub(super) struct Signals {
     pub token: CancellationToken,
     code: Arc<AtomicI32>,
     writing: Arc<AtomicBool>,
+    fallback: Arc<Mutex<Option<Fallback>>>,
 }
 
 impl Signals {
@@ -28,49 +39,78 @@ impl Signals {
         Some(self.code.load(Ordering::SeqCst)).filter(|c| *c != 0)
     }
 
-    /// Starts listening (inside the runtime).
+    /// Starts listening, on a thread of its own.
     pub fn listen(&self) {
-        tokio::spawn(listen(self.clone()));
+        let me = self.clone();
+        let spawned = std::thread::Builder::new()
+            .name("warden-signals".into())
+            .spawn(move || {
+                let rt = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build();
+                if let Ok(rt) = rt {
+                    rt.block_on(listen(me));
+                }
+            });
+        // Without the thread, signals act as the platform's defaults: they still end it.
+        drop(spawned);
     }
 
-    /// The review has ended and its reports are being written: a signal from now on (or
-    /// one that already came) ends the process [`GRACE`] later, written or not.
+    /// What to write if the review has not reached its reports when a signal's deadline
+    /// comes.
+    pub fn set_fallback(&self, f: Fallback) {
+        *lock(&self.fallback) = Some(f);
+    }
+
+    /// The review has ended and its reports are being written: a signal's fallback is not
+    /// needed any more (the deadline still ends the process [`GRACE`] after the signal).
     pub fn writing(&self) {
         self.writing.store(true, Ordering::SeqCst);
-        if let Some(exit) = self.code() {
-            deadline(exit);
-        }
+        lock(&self.fallback).take();
     }
 
-    /// One interrupt: the first cancels the review (its report is still written), the
-    /// second exits with `exit` at once.
+    /// One interrupt: the first cancels the review and arms the deadline, the second exits
+    /// with `exit` at once.
     #[cfg(any(unix, windows))]
     fn received(&self, exit: i32, name: &str) {
         if self.code.load(Ordering::SeqCst) != 0 {
             std::process::exit(exit);
         }
         self.code.store(exit, Ordering::SeqCst);
-        if self.writing.load(Ordering::SeqCst) {
-            warden::text::stdio::eprint_line(&format!(
-                "warden: {name} received while writing the reports; exiting within 1s"
-            ));
-            deadline(exit);
-            return;
-        }
+        let doing = if self.writing.load(Ordering::SeqCst) {
+            "finishing the reports"
+        } else {
+            "cancelling and writing the report"
+        };
         warden::text::stdio::eprint_line(&format!(
-            "warden: {name} received; cancelling and writing the report (again to quit at once)"
+            "warden: {name} received; {doing} within 1s (again to quit at once)"
         ));
         self.token.cancel();
+        let me = self.clone();
+        std::thread::spawn(move || me.deadline(exit));
+    }
+
+    /// From a thread of its own (the review may hold the others): the fallback at
+    /// [`FALLBACK_AFTER`] when the review has not begun writing, the exit at [`GRACE`].
+    fn deadline(&self, exit: i32) {
+        let hard = std::time::Instant::now() + GRACE;
+        std::thread::spawn(move || {
+            std::thread::sleep(hard.saturating_duration_since(std::time::Instant::now()));
+            std::process::exit(exit);
+        });
+        std::thread::sleep(FALLBACK_AFTER);
+        let fallback = lock(&self.fallback).take();
+        if let Some(write) = fallback
+            && !self.writing.load(Ordering::SeqCst)
+        {
+            write();
+            std::process::exit(exit);
+        }
     }
 }
 
-/// Exits with `exit` after [`GRACE`], from a thread of its own (writing may hold the
-/// others).
-fn deadline(exit: i32) {
-    std::thread::spawn(move || {
-        std::thread::sleep(GRACE);
-        std::process::exit(exit);
-    });
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 #[cfg(unix)]

@@ -148,6 +148,29 @@ pub struct UnitPart {
     pub result: UnitResult,
 }
 
+impl UnitResult {
+    /// A unit that ended without an answer: no attempts known, no findings.
+    pub(crate) fn unfinished(unit: usize, status: UnitStatus, reason: &str) -> UnitResult {
+        UnitResult {
+            unit,
+            status,
+            route: None,
+            reason: reason.to_string(),
+            attempts: Vec::new(),
+            routes_tried: Vec::new(),
+            moves: Vec::new(),
+            findings: Vec::new(),
+            dropped_findings: 0,
+            dropped: Vec::new(),
+            answer_cut: false,
+            findings_cut: 0,
+            from_cache: None,
+            tool_loop: None,
+            parts: Vec::new(),
+        }
+    }
+}
+
 /// Who produced a cached result, and when.
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
 #[serde(rename_all = "camelCase")]

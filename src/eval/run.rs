@@ -322,5 +322,6 @@ fn review_input(prepared: prepare::Prepared, setup: &Setup, opts: &Options) -> R
         // Case reviews are single requests: a tool loop in `warden eval` is not measured
         // yet (its figures would move with the depth rule).
         tool_head: None,
+        known: None,
     }
 }

@@ -303,7 +303,7 @@ fn a_local_review_refuses_a_skill_linked_from_outside_the_repository() {
 // ---- point 1: a signal while the reports are written acts within 1 s ------------------
 
 #[test]
-fn sigterm_while_writing_to_a_stdout_nobody_reads_exits_143_within_the_grace() {
+fn sigterm_while_writing_to_a_stdout_nobody_reads_exits_143_within_1s() {
     let fake = FakeProvider::start();
     // 100 findings per unit: a JSON report far larger than a pipe's buffer.
     fake.default_behavior(Behavior::Answer(flood_answer(100)));
@@ -330,22 +330,23 @@ fn sigterm_while_writing_to_a_stdout_nobody_reads_exits_143_within_the_grace() {
         child.try_wait().unwrap().is_none(),
         "it did not block on the pipe"
     );
+    let sent = std::time::Instant::now();
     // SAFETY: sending a signal to our own child process.
     unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
-    // The budget: well past the 1 s grace, far short of "never".
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    // The budget: the contract's 1 s, plus the scheduling slack the fault matrix allows.
+    let within = std::time::Duration::from_millis(1000 + 250);
+    let give_up = sent + std::time::Duration::from_secs(20);
     let status = loop {
         if let Some(s) = child.try_wait().unwrap() {
-            break Some(s);
+            break s;
         }
-        if std::time::Instant::now() > deadline {
-            break None;
+        if std::time::Instant::now() > give_up {
+            let _ = child.kill();
+            panic!("still blocked writing 20 s after SIGTERM");
         }
-        std::thread::sleep(std::time::Duration::from_millis(5));
+        std::thread::sleep(std::time::Duration::from_millis(2));
     };
-    let Some(status) = status else {
-        let _ = child.kill();
-        panic!("still blocked writing 10 s after SIGTERM");
-    };
+    let took = sent.elapsed();
+    assert!(took <= within, "SIGTERM while writing took {took:?}");
     assert_eq!(status.code(), Some(143));
 }

@@ -52,6 +52,7 @@ mod routing;
 mod scan_policy;
 mod selection;
 mod self_exemption;
+mod signals;
 mod sim_cache;
 mod simulate;
 mod skills;
