@@ -15,6 +15,7 @@ pub mod markdown;
 mod merge;
 mod metrics;
 pub mod progress;
+mod progress_waits;
 pub mod rdjson;
 mod redact;
 mod rules;

@@ -3,7 +3,9 @@
 //! With -v, retries, failovers, breaker changes and units that were not reviewed are
 //! printed as they happen.
 
+use super::progress_waits::Waits;
 use crate::engine::{BreakerState, Event, Pass, Sink, UnitStatus};
+use crate::text::escape;
 use console::style;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -37,6 +39,10 @@ impl Mode {
 /// Plain lines are printed at most this often.
 const PLAIN_EVERY: Duration = Duration::from_secs(5);
 
+/// A plain line that would say what the last one said (clocks aside) waits this long:
+/// a hanging provider gives a line every half minute, not 36 identical ones.
+const SAME_EVERY: Duration = Duration::from_secs(30);
+
 struct State {
     start: Instant,
     budget: Duration,
@@ -46,6 +52,12 @@ struct State {
     in_flight: BTreeMap<String, usize>,
     breakers: BTreeMap<String, BreakerState>,
     last_line: Option<Instant>,
+    /// The last plain line without its clocks (identical consecutive lines collapse).
+    last_key: Option<String>,
+    /// Each unit of the pass by file:lines and skill, for the lines about it.
+    names: BTreeMap<usize, String>,
+    /// What units that are not in flight wait for.
+    waits: Waits,
     /// The review pass has started: totals, routes and the budget are known. Before
     /// that, a status line would read "0/0 units · budget left 0s".
     started: bool,
@@ -54,6 +66,7 @@ struct State {
 impl State {
     /// Takes in what an event changes; returns a line worth telling, if any.
     fn apply(&mut self, e: &Event) -> Option<String> {
+        self.waits.apply(e, Instant::now());
         match e {
             Event::PassStarted {
                 pass,
@@ -62,6 +75,7 @@ impl State {
                 routes,
             } => {
                 self.total += units;
+                self.names.clear();
                 if *pass == Pass::Review {
                     self.started = true;
                     self.budget = *budget;
@@ -70,6 +84,12 @@ impl State {
                         .map(|r| (r.name.clone(), r.max_concurrency))
                         .collect();
                 }
+                None
+            }
+            Event::UnitQueued { unit, info } => {
+                let (a, b) = info.lines;
+                let name = format!("{}:{a}-{b} ({})", info.labels.path, info.labels.skill);
+                self.names.insert(*unit, name);
                 None
             }
             Event::AttemptStarted { route, .. } => {
@@ -84,15 +104,26 @@ impl State {
             }
             Event::UnitFinished { unit, result } => {
                 *self.done.entry(result.status).or_default() += 1;
-                (result.status != UnitStatus::Reviewed)
-                    .then(|| format!("unit {unit} {}: {}", result.status.as_str(), result.reason))
+                (result.status != UnitStatus::Reviewed).then(|| {
+                    let name = self.name(*unit);
+                    format!("{name} {}: {}", result.status.as_str(), result.reason)
+                })
             }
             Event::Breaker { route, to, .. } => {
                 self.breakers.insert(route.clone(), *to);
-                note(e)
+                note(e, |u| self.name(u))
             }
-            _ => note(e),
+            _ => note(e, |u| self.name(u)),
         }
+    }
+
+    /// A unit as people know it: `src/auth.py:10-42 (security-review)`, or its index
+    /// when the pass did not say (a unit of an earlier pass).
+    fn name(&self, unit: usize) -> String {
+        self.names
+            .get(&unit)
+            .cloned()
+            .unwrap_or_else(|| format!("unit {unit}"))
     }
 
     fn done(&self) -> usize {
@@ -102,6 +133,12 @@ impl State {
     /// The status line; `counted` leads with "done/total units done" (plain lines), a
     /// bar shows those figures itself.
     fn line(&self, counted: bool) -> String {
+        self.line_and_key(counted).0
+    }
+
+    /// The status line, and the same without its clocks: two lines with one key say the
+    /// same thing.
+    fn line_and_key(&self, counted: bool) -> (String, String) {
         let elapsed = self.start.elapsed();
         let reviewed = self.done.get(&UnitStatus::Reviewed).copied().unwrap_or(0);
         let not = self.done() - reviewed;
@@ -115,7 +152,8 @@ impl State {
                     .copied()
                     .unwrap_or(BreakerState::Closed);
                 format!(
-                    "{name} {}/{cap} {}",
+                    "{} {}/{cap} {}",
+                    escape::inline(name),
                     self.in_flight.get(name).copied().unwrap_or(0),
                     b.label()
                 )
@@ -127,16 +165,25 @@ impl State {
         } else {
             String::new()
         };
-        format!(
-            "{count}({reviewed} reviewed, {not} not) · {} · budget left {}",
-            routes.join(" · "),
+        let head = format!(
+            "{count}({reviewed} reviewed, {not} not) · {}",
+            routes.join(" · ")
+        );
+        let waits = self.waits.said(Instant::now());
+        let (wait_text, wait_key) = waits.map_or((String::new(), String::new()), |w| {
+            (format!(" · {}", w.text), w.key)
+        });
+        let line = format!(
+            "{head} · budget left {}{wait_text}",
             crate::config::format_duration(Duration::from_secs(left.as_secs()))
-        )
+        );
+        (line, format!("{head}|{wait_key}"))
     }
 }
 
-/// The line an event is worth (retries, failovers, breaker changes, budget expiry).
-fn note(e: &Event) -> Option<String> {
+/// The line an event is worth (retries, failovers, breaker changes, budget expiry); units
+/// are named by `name`.
+fn note(e: &Event, name: impl Fn(usize) -> String) -> Option<String> {
     match e {
         Event::Breaker {
             route, to, reason, ..
@@ -147,7 +194,8 @@ fn note(e: &Event) -> Option<String> {
             to,
             reason,
         } => Some(format!(
-            "unit {unit} fails over {from} -> {to} after {reason}"
+            "{} fails over {from} -> {to} after {reason}",
+            name(*unit)
         )),
         Event::Retry {
             unit,
@@ -155,7 +203,8 @@ fn note(e: &Event) -> Option<String> {
             reason,
             wait,
         } => Some(format!(
-            "unit {unit} retries {route} in {} after {reason}",
+            "{} retries {route} in {} after {reason}",
+            name(*unit),
             crate::config::format_duration(*wait)
         )),
         Event::BudgetExpired { in_flight } => Some(format!(
@@ -206,6 +255,9 @@ impl Progress {
                 in_flight: BTreeMap::new(),
                 breakers: BTreeMap::new(),
                 last_line: None,
+                last_key: None,
+                names: BTreeMap::new(),
+                waits: Waits::default(),
                 started: false,
             })),
             bar,
@@ -276,10 +328,17 @@ impl Progress {
                 b.set_message(st.line(false));
             }
             (None, Mode::Plain) => {
-                let due = st.last_line.is_none_or(|t| t.elapsed() >= PLAIN_EVERY);
+                let (line, key) = st.line_and_key(true);
+                // A line that says what the last one said waits longer.
+                let every = if st.last_key.as_deref() == Some(key.as_str()) {
+                    SAME_EVERY
+                } else {
+                    PLAIN_EVERY
+                };
+                let due = st.last_line.is_none_or(|t| t.elapsed() >= every);
                 if due || force {
                     st.last_line = Some(Instant::now());
-                    let line = st.line(true);
+                    st.last_key = Some(key);
                     let elapsed = st.start.elapsed();
                     drop(st);
                     crate::text::stdio::eprint_line(&format!(

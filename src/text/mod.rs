@@ -1,8 +1,8 @@
 //! The bottom layer's text utilities: escaping repository and model text for every output
 //! (`escape`), writing to stdout and stderr without panicking on a closed stream
-//! (`stdio`), word wrapping under a hanging indent (`wrap`), and a small stable hash for ids and fingerprints (`fnv1a`). They sit at the
-//! bottom so that prompts, plans, trust and reports can all use them without importing
-//! each other.
+//! (`stdio`), word wrapping under a hanging indent (`wrap`), and a small stable hash for
+//! ids and fingerprints (`fnv1a`). They sit at the bottom so that prompts, plans, trust
+//! and reports can all use them without importing each other.
 
 pub mod escape;
 pub mod stdio;

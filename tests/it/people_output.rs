@@ -201,3 +201,70 @@ fn long_finding_lines_wrap_at_words_under_a_hanging_indent() {
     // Today's binary wrote the finding as one 150-column line.
     assert!(report::text::render(&r).lines().any(|l| l.len() > 120));
 }
+
+/// `-v` progress on a route where nothing listens (the real binary, plain lines because
+/// stderr is a pipe): units are named by file:lines and skill, the status line says what
+/// the waiting units wait for (the breaker, the address it could not connect to), and
+/// no two consecutive status lines say the same thing.
+#[test]
+fn progress_names_units_and_what_waiting_units_wait_for() {
+    use crate::support::review::{Review, route_cfg};
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let review = Review::new(12);
+    let route = route_cfg(
+        "dead",
+        "openai",
+        format!("http://127.0.0.1:{port}/v1"),
+        false,
+    );
+    review.config(&[("reviewBudget", "120s"), ("hunkBudget", "60s")], &[route]);
+    let cfg = review.config_path();
+    // Open for 8 s: the status line at 5 s falls inside the open period.
+    let text = std::fs::read_to_string(&cfg)
+        .unwrap()
+        .replace("maxConcurrency = 1\n", "maxConcurrency = 4\n")
+        .replacen(
+            "[[routes]]",
+            "[execution.breaker]\nopenFor = \"8s\"\n[[routes]]",
+            1,
+        );
+    std::fs::write(&cfg, text).unwrap();
+    let (code, _, stderr, _) = review.json(&["-v"]);
+    assert_eq!(code, 3, "{stderr}");
+    let lines: Vec<&str> = stderr.lines().collect();
+    // Units by name, never by index.
+    let named = lines
+        .iter()
+        .filter(|l| l.contains(" (code-review) unavailable: "))
+        .count();
+    assert!(named >= 12, "{stderr}");
+    assert!(!lines.iter().any(|l| l.contains("] unit ")), "{stderr}");
+    // What the waiting units wait for, with the address.
+    let address = format!("127.0.0.1:{port}");
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("units wait: breaker of `dead` open since +")
+                && l.contains(&format!("failed connections to {address}"))),
+        "{stderr}"
+    );
+    // No two consecutive status lines alike (their clocks aside).
+    let status: Vec<String> = lines
+        .iter()
+        .filter(|l| l.contains(" units done "))
+        .map(|l| {
+            let l = l.split_once("] ").map_or(*l, |(_, rest)| rest);
+            l.split(" · budget left ").next().unwrap().to_string()
+                + l.split_once(" · budget left ").map_or("", |(_, r)| {
+                    r.split_once(' ').map_or("", |(_, after)| after)
+                })
+        })
+        .collect();
+    assert!(status.len() >= 2, "{stderr}");
+    for pair in status.windows(2) {
+        assert_ne!(pair[0], pair[1], "{stderr}");
+    }
+}
