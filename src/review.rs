@@ -137,16 +137,23 @@ pub async fn run(input: ReviewInput, sink: Sink, interrupt: CancellationToken) -
         None => sink,
     };
     let routes_of: Vec<Vec<usize>> = work.iter().map(|w| w.routes.clone()).collect();
+    let toolbox = toolbox(tool_head.as_ref(), &settings, &warnings);
+    // A unit loops only when there are tools; the loop it runs as is part of its key.
+    let loops: Vec<Option<String>> = work
+        .iter()
+        .map(|w| w.tools.as_ref().filter(|_| toolbox.is_some()))
+        .map(|p| p.map(|p| crate::cache::key::loop_material(p, &exec.tool_bounds)))
+        .collect();
     // Units answered from the cache make no request and take no permit.
     let mut cached = ReviewCache::lookup(
         cache,
         &plan,
         &skills,
         (&settings.routes, &routes_of),
+        &loops,
         settings.verification,
     )
     .await;
-    let toolbox = toolbox(tool_head.as_ref(), &settings, &warnings);
     cached.replay(toolbox.as_deref());
     sink.emit(Event::ReviewStarted(Arc::new(ReviewInfo {
         target: plan.target.clone(),

@@ -6,7 +6,10 @@
 //! change status (the prompt's file header), and the chunk's lines and context rendered with line numbers *relative
 //! to the chunk's first line*. Not in the key: absolute line numbers, the list of other
 //! changed files, the route's name, timestamps, the run. So a push that moves an unchanged
-//! chunk down a file, or changes another file, still finds its answer.
+//! chunk down a file, or changes another file, still finds its answer. A unit that runs as
+//! a tool loop (DESIGN.md §14) adds the loop it was offered (tools and bounds): a
+//! single-shot answer is not reused for a loop, nor a loop's for a single shot or for a
+//! loop with other tools or bounds.
 //! docs/cache.md explains the choice for users.
 
 use crate::chunk::{Chunk, ChunkLineKind};
@@ -52,6 +55,17 @@ pub struct UnitMaterial<'a> {
     pub header: &'a str,
     /// The chunk reviewed (its lines and context).
     pub chunk: &'a Chunk,
+    /// The tool loop the unit runs as ([`loop_material`]); None: one request.
+    pub tools: Option<&'a str>,
+}
+
+/// What a unit's loop adds to its key: the tools offered and every bound that changes what
+/// the model may read (turns, calls, bytes per call and per unit).
+pub fn loop_material(plan: &crate::tools::LoopPlan, b: &crate::config::ToolBounds) -> String {
+    let tools: Vec<&str> = plan.tools.iter().map(|t| t.name()).collect();
+    serde_json::json!({"tools": tools, "maxTurns": plan.max_turns, "maxToolCalls": b.max_tool_calls,
+        "resultBytes": b.result_bytes, "unitBytes": b.unit_bytes})
+    .to_string()
 }
 
 #[derive(Serialize)]
@@ -70,6 +84,9 @@ struct Material<'a> {
     path: &'a str,
     header: &'a str,
     chunk: String,
+    /// The tool loop offered (absent for one request, so earlier keys stay valid).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tools: Option<&'a str>,
 }
 
 /// The route's request options beyond the model, when any is set.
@@ -98,6 +115,7 @@ pub fn key(unit: &UnitMaterial, route: &Route) -> Key {
         path: unit.path,
         header: unit.header,
         chunk: relative_chunk(unit.chunk),
+        tools: unit.tools,
     };
     // JSON keeps the parts unambiguous (no separator can be forged by content).
     let bytes = serde_json::to_vec(&m).expect("key material serializes");
@@ -180,6 +198,7 @@ mod tests {
             path,
             header: "File: a.rs (modified)",
             chunk,
+            tools: None,
         }
     }
 
@@ -233,6 +252,58 @@ mod tests {
         let mut ctx = chunk_at(10, &["x", "y"]);
         ctx.context_before[0].1 = "changed context".into();
         assert_ne!(base, key(&unit(&ctx, "sys", "a.rs"), &r), "context");
+    }
+
+    #[test]
+    fn the_tool_loop_offered_is_part_of_the_key() {
+        use crate::tools::{LoopPlan, Tool};
+        let c = chunk_at(10, &["x", "y"]);
+        let r = route("m");
+        let single = key(&unit(&c, "sys", "a.rs"), &r);
+        let bounds = crate::config::ToolBounds::default();
+        let plan = |tools: &[Tool], max_turns| LoopPlan {
+            tools: tools.to_vec(),
+            max_turns,
+        };
+        let with = |m: &str| {
+            let mut u = unit(&c, "sys", "a.rs");
+            u.tools = Some(m);
+            key(&u, &r)
+        };
+        let four = loop_material(&plan(&Tool::ALL, 4), &bounds);
+        let looped = with(&four);
+        assert_ne!(single, looped, "a loop is not a single shot");
+        assert_eq!(looped, with(&four), "the same loop, the same key");
+        assert_ne!(
+            looped,
+            with(&loop_material(&plan(&Tool::ALL, 6), &bounds)),
+            "turns"
+        );
+        assert_ne!(
+            looped,
+            with(&loop_material(&plan(&[Tool::ReadFile], 4), &bounds)),
+            "tool set"
+        );
+        for changed in [
+            crate::config::ToolBounds {
+                max_tool_calls: 3,
+                ..bounds
+            },
+            crate::config::ToolBounds {
+                result_bytes: 2048,
+                ..bounds
+            },
+            crate::config::ToolBounds {
+                unit_bytes: 4096,
+                ..bounds
+            },
+        ] {
+            assert_ne!(
+                looped,
+                with(&loop_material(&plan(&Tool::ALL, 4), &changed)),
+                "{changed:?}"
+            );
+        }
     }
 
     #[test]

@@ -83,11 +83,18 @@ fn header(user: &str) -> &str {
         .map_or(user, |(head, _)| head)
 }
 
-/// Every unit's key under each route.
-fn unit_keys(plan: &Plan, active: &[ActiveSkill], routes: &[Route]) -> Vec<Vec<Key>> {
+/// Every unit's key under each route (`loops`: each unit's [`key::loop_material`], when
+/// it runs as a tool loop).
+fn unit_keys(
+    plan: &Plan,
+    active: &[ActiveSkill],
+    routes: &[Route],
+    loops: &[Option<String>],
+) -> Vec<Vec<Key>> {
     plan.units
         .iter()
-        .map(|u| {
+        .enumerate()
+        .map(|(i, u)| {
             let skills: Vec<&crate::skills::Skill> = u
                 .skills
                 .iter()
@@ -100,6 +107,7 @@ fn unit_keys(plan: &Plan, active: &[ActiveSkill], routes: &[Route]) -> Vec<Vec<K
                 path: &u.path.to_string(),
                 header: header(&prompt.user),
                 chunk: &plan.files[u.file].chunks[u.chunk],
+                tools: loops.get(i).and_then(Option::as_deref),
             };
             routes.iter().map(|r| key::key(&material, r)).collect()
         })
@@ -111,12 +119,14 @@ impl ReviewCache {
     /// that missed) in the shared level. A unit hits when the key of a route it may use
     /// holds an intact answer younger than maxAge (the first in its failover order wins):
     /// failover would have accepted that route's review too. `routes` are the configured
-    /// routes and, per plan unit, the indices of those it may use in order (empty: all).
+    /// routes and, per plan unit, the indices of those it may use in order (empty: all);
+    /// `loops`, per plan unit, the tool loop it runs as ([`key::loop_material`]).
     pub async fn lookup(
         levels: Levels,
         plan: &Plan,
         active: &[ActiveSkill],
         (routes, allowed): (&[Route], &[Vec<usize>]),
+        loops: &[Option<String>],
         verification: bool,
     ) -> ReviewCache {
         let mut rc = ReviewCache {
@@ -130,7 +140,7 @@ impl ReviewCache {
         if !rc.levels.any() {
             return rc;
         }
-        rc.keys = unit_keys(plan, active, routes);
+        rc.keys = unit_keys(plan, active, routes, loops);
         let all: Vec<usize> = (0..plan.units.len()).collect();
         if let Some(local) = &rc.levels.local {
             let answers = local.get(&rc.flat(&all));

@@ -234,7 +234,19 @@ async fn admit(
     }
     if let Some(h) = u.hunk_end {
         let left = h.saturating_duration_since(now);
-        sh.retry.half_left(left, "after waiting for a permit")?;
+        // Rule 5's half-budget rule is for retries. A tool loop's next turn is no retry:
+        // its turns spend the hunk budget by design, and the loop's own rule decides when
+        // the turn left is the final one (section 14).
+        let next_turn =
+            u.attempts_made() == 0 && u.looping.as_ref().is_some_and(|l| l.between_turns());
+        if !next_turn {
+            sh.retry.half_left(left, "after waiting for a permit")?;
+        } else if left.is_zero() {
+            return Err(Stop::new(
+                UnitStatus::TimedOut,
+                "the hunk budget ran out between turns of the tool loop",
+            ));
+        }
     }
     let reservation = match reserve_cost(sh, u, route) {
         Ok(r) => r,

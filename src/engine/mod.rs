@@ -357,7 +357,12 @@ impl Engine {
             shedder: Shedder { hunk_budget },
             start,
             review_deadline,
-            depth: turns::Depth::new(slots, units.len(), review_deadline),
+            depth: turns::Depth::new(
+                slots,
+                units.len(),
+                review_deadline,
+                self.exec.request_timeout,
+            ),
             cancel: interrupt.child_token(),
             interrupted: interrupt.clone(),
             sink: self.sink.clone().tee(aggregator.sink()).tee(idle.sink()),

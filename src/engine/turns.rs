@@ -293,6 +293,11 @@ impl LoopState {
         answer
     }
 
+    /// Turns were answered and the next is a new turn (not a retry of a failed one).
+    pub(super) fn between_turns(&self) -> bool {
+        self.figures.turns_used > 0
+    }
+
     /// A turn was answered (tool calls or findings).
     pub(super) fn answered(&mut self) {
         self.figures.turns_used += 1;
@@ -412,23 +417,34 @@ fn canonical(arguments: &str) -> String {
 
 /// The depth rule (§14 with §4.9): tool turns are optional work. A unit may take another
 /// tool turn only when its share of the slot time left (slot time ÷ units not finished)
-/// covers that turn and the final one at the observed turn latency; units that finish
-/// early leave their share to the rest. Before any turn was observed, a unit may try.
+/// covers that turn and the final one at what a turn costs; units that finish early leave
+/// their share to the rest. A turn costs the slot time of every attempt so far (failed,
+/// timed out and bounced ones too: they held a permit) over the turns answered; before any
+/// turn is answered, the request deadline (what a turn may take). So when the budget cannot
+/// cover every unit once, tool turns go first, down to single-shot reviews.
 #[derive(Debug)]
 pub(super) struct Depth {
     /// Permits of every route: slots per second of budget.
     slots: u32,
     review_deadline: Instant,
+    /// A turn's cost before any was answered.
+    prior: Duration,
     units_open: std::sync::atomic::AtomicUsize,
-    /// Answered turns: count and total milliseconds.
+    /// Milliseconds every attempt held a slot, and the turns answered.
     observed: std::sync::Mutex<(u64, u64)>,
 }
 
 impl Depth {
-    pub(super) fn new(slots: usize, units: usize, review_deadline: Instant) -> Self {
+    pub(super) fn new(
+        slots: usize,
+        units: usize,
+        review_deadline: Instant,
+        request_timeout: Duration,
+    ) -> Self {
         Depth {
             slots: slots.max(1) as u32,
             review_deadline,
+            prior: request_timeout,
             units_open: units.into(),
             observed: Default::default(),
         }
@@ -443,20 +459,27 @@ impl Depth {
         );
     }
 
-    /// An answered request took `d`.
-    pub(super) fn observe(&self, d: Duration) {
+    /// An attempt held a slot for `d`; `answered`: it was an answered turn.
+    pub(super) fn observe(&self, d: Duration, answered: bool) {
         let mut o = self.observed.lock().expect("depth lock");
-        o.0 += 1;
-        o.1 += d.as_millis() as u64;
+        o.0 += d.as_millis() as u64;
+        o.1 += u64::from(answered);
     }
 
-    /// Whether a unit's share of what is left covers two more turns.
-    pub(super) fn affords_tool_turn(&self) -> bool {
-        let (n, total_ms) = *self.observed.lock().expect("depth lock");
-        if n == 0 {
-            return true;
+    /// What an answered turn costs in slot time, so far.
+    fn turn_cost(&self) -> Duration {
+        let (spent_ms, answered) = *self.observed.lock().expect("depth lock");
+        let spent = Duration::from_millis(spent_ms);
+        if answered == 0 {
+            return self.prior.max(spent);
         }
-        let turn = Duration::from_millis(total_ms / n);
+        spent / answered.min(u64::from(u32::MAX)) as u32
+    }
+
+    /// Whether a unit's share of what is left covers two more turns (a tool turn and the
+    /// final one).
+    pub(super) fn affords_tool_turn(&self) -> bool {
+        let turn = self.turn_cost();
         let left = self
             .review_deadline
             .saturating_duration_since(Instant::now());

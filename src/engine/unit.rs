@@ -88,8 +88,9 @@ pub(super) async fn life(
         // Rules 1 and 3: one request under nested deadlines, cancelled with the review.
         let route = slot.route;
         let (record, extracted, cut) = attempt(sh, &mut u, slot, now, hunk_end).await;
+        sh.depth
+            .observe(record.duration, record.outcome == Outcome::Ok);
         if record.outcome == Outcome::Ok {
-            sh.depth.observe(record.duration);
             if let Some(l) = &mut u.looping {
                 l.answered();
             }

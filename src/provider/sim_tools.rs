@@ -1,10 +1,11 @@
 //! The sim's model in a tool loop (DESIGN.md §14): what it answers when the request
 //! carries a conversation. It behaves as a small agent would, so that `warden simulate`
-//! and tests can run loops without a network: on its first turn, when `read_file` is
-//! offered, it reads the file under review; once it has results (or when only
-//! `submit_findings` is offered, or forced) it submits its findings through
-//! `submit_findings`; with tools off (`ToolChoice::None`) or none offered it answers in
-//! text, as in a single-shot review. Deterministic: the same request gets the same turn.
+//! and tests can run loops without a network: it reads the file under review, greps a
+//! symbol of the first added line, lists the file's folder (each when offered, one per
+//! turn), then submits its findings through `submit_findings` — four turns when every tool
+//! is offered and the turns allow it; forced to submit earlier, it submits. With tools off
+//! (`ToolChoice::None`) or none offered it answers in text, as in a single-shot review.
+//! Deterministic: the same request gets the same turn.
 
 use super::AttemptRequest;
 use super::conversation::{FinishReason, SUBMIT_FINDINGS, ToolCall, ToolChoice, Turn};
@@ -28,7 +29,11 @@ pub(super) fn respond(req: &AttemptRequest, findings: Value) -> SimTurn {
         return text_answer();
     };
     let offered = |name: &str| c.tools.iter().any(|t| t.name == name);
-    let had_results = c.turns.iter().any(|t| matches!(t, Turn::Results(_)));
+    let results = c
+        .turns
+        .iter()
+        .filter(|t| matches!(t, Turn::Results(_)))
+        .count();
     let call = |name: &str, arguments: String| SimTurn {
         text: String::new(),
         calls: vec![ToolCall {
@@ -44,14 +49,59 @@ pub(super) fn respond(req: &AttemptRequest, findings: Value) -> SimTurn {
             call(SUBMIT_FINDINGS, findings.to_string())
         }
         ToolChoice::Force(name) => call(name, "{}".into()),
-        ToolChoice::Auto => match file_under_review(&req.prompt.user) {
-            Some(path) if offered("read_file") && !had_results => {
-                call("read_file", json!({ "path": path }).to_string())
-            }
-            _ if offered(SUBMIT_FINDINGS) => call(SUBMIT_FINDINGS, findings.to_string()),
-            _ => text_answer(),
+        ToolChoice::Auto => match reading(&req.prompt.user, &offered).get(results) {
+            Some((name, arguments)) => call(name, arguments.to_string()),
+            None if offered(SUBMIT_FINDINGS) => call(SUBMIT_FINDINGS, findings.to_string()),
+            None => text_answer(),
         },
     }
+}
+
+/// The calls the agent makes before it submits, one a turn: the file under review, a
+/// symbol of its first added line, the file's folder; each only when offered.
+fn reading(user: &str, offered: &dyn Fn(&str) -> bool) -> Vec<(&'static str, Value)> {
+    let Some(path) = file_under_review(user) else {
+        return Vec::new();
+    };
+    let folder = path.rsplit_once('/').map_or("", |(dir, _)| dir);
+    let glob = if folder.is_empty() {
+        "*".to_string()
+    } else {
+        format!("{folder}/*")
+    };
+    let calls = [
+        (
+            "read_file",
+            Some(json!({"path": path, "start_line": null, "end_line": null})),
+        ),
+        (
+            "grep",
+            symbol(user).map(|s| json!({"pattern": s, "path_glob": null})),
+        ),
+        ("list_files", Some(json!({ "glob": glob }))),
+    ];
+    calls
+        .into_iter()
+        .filter(|(name, _)| offered(name))
+        .filter_map(|(name, args)| Some((name, args?)))
+        .collect()
+}
+
+/// The longest identifier (three characters or more) of the first added line: a name the
+/// change uses, more likely than a keyword.
+fn symbol(user: &str) -> Option<String> {
+    let added = user.lines().find_map(|l| {
+        let (n, rest) = l.trim_start().split_once(" + ")?;
+        n.chars().all(|c| c.is_ascii_digit()).then_some(rest)
+    })?;
+    added
+        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .filter(|w| w.len() >= 3 && !w.starts_with(|c: char| c.is_ascii_digit()))
+        .fold(None::<&str>, |best, w| match best {
+            Some(b) if b.len() >= w.len() => Some(b),
+            _ => Some(w),
+        })
+        .map(str::to_string)
 }
 
 /// The path on the prompt's `file: ` line (the file block inside the fence).
@@ -97,6 +147,25 @@ mod tests {
         }
     }
 
+    /// `c` after the model's `calls` and their results.
+    fn answered(c: &mut Conversation, calls: &[ToolCall]) {
+        c.turns.push(Turn::Assistant {
+            text: String::new(),
+            calls: calls.to_vec(),
+        });
+        c.turns.push(Turn::Results(
+            calls
+                .iter()
+                .map(|call| ToolResult {
+                    call_id: call.id.clone(),
+                    name: call.name.clone(),
+                    content: "data".into(),
+                    is_error: false,
+                })
+                .collect(),
+        ));
+    }
+
     #[test]
     fn reads_the_file_then_submits_and_answers_text_with_tools_off() {
         let f = json!({"findings": []});
@@ -108,24 +177,46 @@ mod tests {
         let first = respond(&req(Some(c.clone())), f.clone());
         assert_eq!(first.finish, FinishReason::ToolCalls);
         assert_eq!(first.calls[0].name, "read_file");
-        assert_eq!(first.calls[0].arguments, "{\"path\":\"src/a.rs\"}");
-        c.turns = vec![
-            Turn::Assistant {
-                text: String::new(),
-                calls: first.calls.clone(),
-            },
-            Turn::Results(vec![ToolResult {
-                call_id: first.calls[0].id.clone(),
-                name: "read_file".into(),
-                content: "fn a() {}".into(),
-                is_error: false,
-            }]),
-        ];
+        let args: Value = serde_json::from_str(&first.calls[0].arguments).unwrap();
+        assert_eq!(args["path"], "src/a.rs");
+        answered(&mut c, &first.calls);
         let second = respond(&req(Some(c.clone())), f.clone());
         assert_eq!(second.calls[0].name, SUBMIT_FINDINGS);
         assert_eq!(second.calls[0].arguments, f.to_string());
         c.choice = ToolChoice::None;
         let last = respond(&req(Some(c)), f);
         assert!(last.calls.is_empty() && last.text.contains("findings"));
+    }
+
+    #[test]
+    fn with_every_tool_it_reads_greps_lists_then_submits_in_four_turns() {
+        let f = json!({"findings": []});
+        let mut r = req(None);
+        r.prompt
+            .user
+            .push_str("\n```diff\n    10   x = 1\n    11 + let total_count = 2;\n```\n");
+        let mut c = Conversation {
+            tools: ["read_file", "grep", "list_files", SUBMIT_FINDINGS]
+                .map(tool)
+                .to_vec(),
+            ..Conversation::default()
+        };
+        let mut names = Vec::new();
+        for _ in 0..4 {
+            r.conversation = Some(c.clone());
+            let turn = respond(&r, f.clone());
+            names.push(turn.calls[0].name.clone());
+            if turn.calls[0].name == "grep" {
+                let args: Value = serde_json::from_str(&turn.calls[0].arguments).unwrap();
+                assert_eq!(args["pattern"], "total_count", "{args}");
+            }
+            answered(&mut c, &turn.calls);
+        }
+        assert_eq!(names, ["read_file", "grep", "list_files", SUBMIT_FINDINGS]);
+        // Forced to submit early, it submits.
+        c.turns.truncate(2);
+        c.choice = ToolChoice::Force(SUBMIT_FINDINGS.into());
+        r.conversation = Some(c);
+        assert_eq!(respond(&r, f).calls[0].name, SUBMIT_FINDINGS);
     }
 }

@@ -119,32 +119,15 @@ impl Tool {
     }
 }
 
-/// `submit_findings`: the call that ends a loop, its arguments the findings object of
-/// DESIGN.md §9 (the engine reads them as the answer).
+/// `submit_findings`: the call that ends a loop. Its arguments are the findings object of
+/// DESIGN.md §9 as issue 28 defined it once ([`crate::findings_schema::schema`]), the same
+/// schema OpenAI's structured output and Anthropic's forced single-shot tool carry, so a
+/// loop's answer and a single-shot answer are read by one contract.
 pub fn submit_findings() -> ToolDef {
-    let finding = json!({
-        "type": "object",
-        "properties": {
-            "severity": {"type": "string", "enum": ["critical", "high", "medium", "low", "info"]},
-            "confidence": {"type": "string", "enum": ["high", "medium", "low"]},
-            "title": {"type": "string"},
-            "description": {"type": "string"},
-            "line": {"type": "integer", "description": "new-file line number inside the lines under review"},
-            "endLine": {"type": ["integer", "null"]},
-            "suggestion": {"type": ["string", "null"]},
-            "replacement": {"type": ["string", "null"]}
-        },
-        "required": ["severity", "confidence", "title", "description", "line"]
-    });
     ToolDef {
         name: "submit_findings",
         description: "Submit your review: the findings of the answer contract ({\"findings\": []} when there is nothing to report). This ends the review: call it once, when you are done reading.",
-        parameters: json!({
-            "type": "object",
-            "properties": {"findings": {"type": "array", "items": finding}},
-            "required": ["findings"],
-            "additionalProperties": false
-        }),
+        parameters: crate::findings_schema::schema(),
     }
 }
 

@@ -11,7 +11,7 @@ pub(crate) const KEY_VAR: &str = "WARDEN_GATEWAY_KEY";
 
 /// A repository with `files` changed files (one unit each) and a config with one route
 /// through the proxy.
-fn session(
+pub(crate) fn session(
     files: usize,
     provider: &str,
     model: &str,
@@ -68,7 +68,7 @@ pub(crate) fn review(repo: &Repo, cfg: &tempfile::TempDir) -> (Value, String) {
     (report, stderr)
 }
 
-fn attempts(report: &Value) -> usize {
+pub(crate) fn attempts(report: &Value) -> usize {
     report["units"]
         .as_array()
         .unwrap()

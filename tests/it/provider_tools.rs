@@ -230,3 +230,100 @@ fn the_output_cap_overrides_the_route_s_max_tokens() {
         assert_eq!(r[1].body["max_tokens"], 2048, "the attempt's cap");
     }
 }
+
+/// Every `cache_control` marker in a body, by where it sits.
+fn breakpoints(v: &serde_json::Value, at: &str, out: &mut Vec<String>) {
+    match v {
+        serde_json::Value::Object(m) => {
+            for (k, x) in m {
+                if k == "cache_control" {
+                    out.push(at.to_string());
+                } else {
+                    breakpoints(x, &format!("{at}.{k}"), out);
+                }
+            }
+        }
+        serde_json::Value::Array(a) => {
+            for (i, x) in a.iter().enumerate() {
+                breakpoints(x, &format!("{at}[{i}]"), out);
+            }
+        }
+        _ => {}
+    }
+}
+
+#[test]
+fn anthropic_loop_requests_mark_the_system_block_the_tools_and_the_transcript_for_the_cache() {
+    let fake = FakeProvider::start();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let p = provider(&fake, ProviderKind::Anthropic, true, "cached");
+    let turn = |n: usize| {
+        [
+            Turn::Assistant {
+                text: String::new(),
+                calls: vec![ToolCall {
+                    id: format!("call_{n}"),
+                    name: "read_file".into(),
+                    arguments: format!("{{\"path\": \"src/f{n}.rs\"}}"),
+                }],
+            },
+            Turn::Results(vec![ToolResult {
+                call_id: format!("call_{n}"),
+                name: "read_file".into(),
+                content: format!("fn f{n}() {{}}"),
+                is_error: false,
+            }]),
+        ]
+    };
+    let mut conv = Conversation {
+        tools: tools(),
+        choice: ToolChoice::Auto,
+        turns: turn(0).to_vec(),
+    };
+    rt.block_on(p.attempt(&request(Some(conv.clone()))));
+    conv.turns.extend(turn(1));
+    rt.block_on(p.attempt(&request(Some(conv))));
+    let sent = fake.requests_for("cached");
+    let (first, second) = (&sent[0].body, &sent[1].body);
+    for body in [first, second] {
+        let mut marks = Vec::new();
+        breakpoints(body, "$", &mut marks);
+        marks.sort();
+        let last = body["messages"].as_array().unwrap().len() - 1;
+        let blocks = body["messages"][last]["content"].as_array().unwrap().len() - 1;
+        assert_eq!(
+            marks,
+            [
+                format!("$.messages[{last}].content[{blocks}]"),
+                "$.system[0]".to_string(),
+                "$.tools[2]".to_string(),
+            ],
+            "the system block, the last tool and the transcript's last block (at most 4): {body}"
+        );
+        assert_eq!(
+            body["messages"][last]["content"][blocks]["type"],
+            "tool_result"
+        );
+    }
+    // The next turn's request starts with the same bytes: the first turn's transcript is a
+    // prefix of it (the marker moves to the new last block).
+    let strip = |v: &serde_json::Value| {
+        let mut v = v.clone();
+        for m in v["messages"].as_array_mut().unwrap() {
+            if let Some(c) = m["content"].as_array_mut() {
+                for b in c {
+                    b.as_object_mut().unwrap().remove("cache_control");
+                }
+            }
+        }
+        v
+    };
+    let (a, b) = (strip(first), strip(second));
+    assert_eq!(a["system"], b["system"]);
+    assert_eq!(a["tools"], b["tools"]);
+    let n = a["messages"].as_array().unwrap().len();
+    assert_eq!(
+        a["messages"].as_array().unwrap()[..n],
+        b["messages"].as_array().unwrap()[..n]
+    );
+}

@@ -130,3 +130,48 @@ fn no_tools_reviews_every_unit_in_one_request_without_tools() {
     );
     assert!(v["summary"].get("toolLoops").is_none(), "{v}");
 }
+
+#[test]
+fn the_loop_s_submit_findings_takes_the_structured_output_schema() {
+    let s = Setup::new(1);
+    s.fake.default_behavior(Behavior::Agent);
+    let (_, v, _, asked) = s.json(&["--no-tools", "--no-cache"]);
+    assert_eq!(asked, 1, "{v}");
+    let single = s.fake.requests_for("primary");
+    let structured = &single[0].body["response_format"]["json_schema"]["schema"];
+    assert!(structured.is_object(), "{}", single[0].body);
+    let (_, v, _, asked) = s.json(&["--no-cache"]);
+    assert_eq!(asked, 2, "a read and a submit: {v}");
+    let looped = &s.fake.requests_for("primary")[1].body;
+    let submit = looped["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["function"]["name"] == "submit_findings")
+        .unwrap_or_else(|| panic!("no submit_findings in {looped}"));
+    assert_eq!(
+        &submit["function"]["parameters"], structured,
+        "one findings schema for the loop's submit_findings and structured output"
+    );
+}
+
+#[test]
+fn a_single_shot_answer_is_not_replayed_for_a_loop_nor_a_loop_s_for_other_bounds() {
+    let s = Setup::new(2);
+    s.fake.default_behavior(Behavior::Agent);
+    let (_, v, _, asked) = s.json(&["--no-tools"]);
+    assert_eq!(asked, 2, "one request per unit: {v}");
+    // The same change with tools: the single-shot answers are not the loop's.
+    let (_, v, _, asked) = s.json(&[]);
+    assert_eq!(asked, 4, "each unit a read and a submit: {v}");
+    assert_eq!(sources(&v), ["model", "model"]);
+    // Both answers are kept, each under its own key.
+    let (_, v, _, asked) = s.json(&[]);
+    assert_eq!((asked, sources(&v)), (0, vec!["cache", "cache"]), "{v}");
+    let (_, v, _, asked) = s.json(&["--no-tools"]);
+    assert_eq!((asked, sources(&v)), (0, vec!["cache", "cache"]), "{v}");
+    // Other bounds are another loop: asked again (Warden's `[defaults] maxTurns`).
+    s.config("[defaults]\nmaxTurns = 3\n");
+    let (_, v, _, asked) = s.json(&[]);
+    assert_eq!(asked, 4, "{v}");
+}

@@ -39,6 +39,44 @@ pub fn respond(body: &Value, anthropic: bool) -> Behavior {
     Behavior::Answer(findings_answer(json!([])))
 }
 
+/// A deeper agent: `reads` tool turns before it submits (the file under review, a grep for
+/// `compute`, a listing of `src/`, then the file again), so a unit takes `reads + 1`
+/// turns when its cap allows; forced to submit earlier, it submits.
+pub fn respond_deep(body: &Value, reads: usize) -> Behavior {
+    let forced = body["tool_choice"]["name"] == "submit_findings"
+        || body["tool_choice"]["function"]["name"] == "submit_findings";
+    let messages = body["messages"].as_array().cloned().unwrap_or_default();
+    let results = messages
+        .iter()
+        .filter(|m| {
+            m["role"] == "tool"
+                || m["content"]
+                    .as_array()
+                    .is_some_and(|c| c.iter().any(|b| b["type"] == "tool_result"))
+        })
+        .count();
+    let Some(path) = file_under_review(&messages) else {
+        return Behavior::Answer(findings_answer(json!([])));
+    };
+    if forced || results >= reads {
+        return Behavior::ToolCalls(vec![submit(json!([]))]);
+    }
+    let plan = [
+        call("read_file", json!({ "path": path })),
+        call("grep", json!({"pattern": "compute", "path_glob": null})),
+        call("list_files", json!({"glob": "src/*"})),
+    ];
+    let mut next = plan[results % plan.len()].clone();
+    if results >= plan.len() {
+        // Past the plan: the file again, another range (not a repeated call).
+        next = call(
+            "read_file",
+            json!({"path": path, "start_line": results, "end_line": null}),
+        );
+    }
+    Behavior::ToolCalls(vec![next])
+}
+
 /// The path on the user message's `file: ` line.
 fn file_under_review(messages: &[Value]) -> Option<String> {
     let user = messages.iter().find(|m| m["role"] == "user")?;

@@ -47,7 +47,11 @@ pub const MODELS: &[&str] = &[
     LIMITED,
     "gw-quota",
     "gw-azure-429",
+    AGENT,
 ];
+
+/// A deployment the fake answers as a small agent in a tool loop (`gateway_tools.rs`).
+pub const AGENT: &str = "gw-agent";
 
 /// A deployment with LiteLLM's `max_parallel_requests: 2` (429 beyond it).
 pub const LIMITED: &str = "gw-limited";
