@@ -13,6 +13,7 @@
 //! attempt numbering (telemetry keys attempts by unit and number) and takes one permit
 //! at a time; each half has its own hunk budget from its first attempt, like any unit.
 
+use super::events::Event;
 use super::outcome::{UnitPart, UnitResult, UnitStatus};
 use super::retry::Stop;
 use super::unit::{UnitRun, life};
@@ -38,11 +39,12 @@ fn window(sh: &Shared, route: usize) -> Option<u64> {
     (w > 0).then_some(w)
 }
 
-/// Tokens the unit's next attempt on `route` needs: its prompt (and tool transcript) as
-/// the cost budget estimates it, and the route's answer cap.
-fn need(sh: &Shared, u: &UnitRun, route: usize) -> (u64, u32) {
+/// Tokens the unit's next attempt on `route` needs: its prompt (with its tool
+/// transcript, when `transcript`) as the cost budget estimates it, and the answer cap.
+fn need_with(sh: &Shared, u: &UnitRun, route: usize, transcript: bool) -> (u64, u32) {
     let r = &sh.engine.routes[route];
-    let chars = u.work.prompt.chars() + u.looping.as_ref().map_or(0, |l| l.chars());
+    let looped = u.looping.as_ref().filter(|_| transcript);
+    let chars = u.work.prompt.chars() + looped.map_or(0, |l| l.chars());
     let input = r
         .observed
         .lock()
@@ -51,9 +53,35 @@ fn need(sh: &Shared, u: &UnitRun, route: usize) -> (u64, u32) {
     (input, r.max_tokens)
 }
 
-fn too_small(sh: &Shared, u: &UnitRun, route: usize) -> bool {
-    let (input, answer) = need(sh, u, route);
+/// The prompt alone (the chunk): what splitting helps with.
+fn need(sh: &Shared, u: &UnitRun, route: usize) -> (u64, u32) {
+    need_with(sh, u, route, false)
+}
+
+fn over(sh: &Shared, u: &UnitRun, route: usize, transcript: bool) -> bool {
+    let (input, answer) = need_with(sh, u, route, transcript);
     window(sh, route).is_some_and(|w| input + u64::from(answer) > w)
+}
+
+fn too_small(sh: &Shared, u: &UnitRun, route: usize) -> bool {
+    over(sh, u, route, false)
+}
+
+/// A tool loop whose transcript, not its chunk, outgrew the route's window: splitting
+/// the chunk would not help (each half reads the repository again), so the unit goes on
+/// as one request with the chunk alone, and says so.
+fn without_tools(sh: &Shared, u: &mut UnitRun, route: usize) -> bool {
+    let Some(l) = u.looping.take_if(|l| l.chars() > 0) else {
+        return false;
+    };
+    l.close(&mut u.result);
+    u.turn_from = u.result.attempts.len();
+    u.answered = None;
+    u.window_note = Some(format!(
+        "its tool loop's transcript outgrew route {}'s context window: reviewed without tools after that",
+        sh.engine.routes[route].name
+    ));
+    true
 }
 
 /// Whether a part of the chunk could fit the route at all: the window holds more than
@@ -79,6 +107,11 @@ pub(super) fn check(sh: &Shared, u: &mut UnitRun) -> Fit {
         .filter(|r| too_small(sh, u, *r))
         .collect();
     let Some(&first) = small.first() else {
+        if let Some(&first) = allowed.first()
+            && over(sh, u, first, true)
+        {
+            without_tools(sh, u, first);
+        }
         return Fit::Send;
     };
     if first == allowed[0]
@@ -105,11 +138,21 @@ pub(super) fn check(sh: &Shared, u: &mut UnitRun) -> Fit {
 pub(super) fn refused(sh: &Shared, u: &mut UnitRun, route: usize, named: Option<u64>) -> Fit {
     let r = &sh.engine.routes[route];
     if let Some(w) = named.filter(|w| *w > 0) {
-        let _ = r
+        let learned = r
             .window
             .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |old| {
                 (old == 0 || w < old).then_some(w)
             });
+        // Once per route and run: where to say it before sending next time.
+        if learned == Ok(0) {
+            sh.sink.emit(Event::Warning {
+                route: r.name.clone(),
+                message: format!(
+                    "the provider answered that a prompt exceeds the model's context window ({w} tokens): route `{}` splits longer chunks before sending for the rest of the run; set contextWindow = {w} on the route to do so from the start",
+                    r.name
+                ),
+            });
+        }
     }
     let size = named.map_or("a size it did not name".to_string(), |w| {
         format!("{w} tokens")
@@ -118,6 +161,10 @@ pub(super) fn refused(sh: &Shared, u: &mut UnitRun, route: usize, named: Option<
         "route {} answered that its prompt exceeds the model's context window ({size})",
         r.name
     );
+    // Mid-loop, the transcript may be what does not fit: the chunk alone is tried first.
+    if !too_small(sh, u, route) && without_tools(sh, u, route) {
+        return Fit::Send;
+    }
     if room_for_a_part(sh, u, route)
         && let Some(h) = halves(u)
     {

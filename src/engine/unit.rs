@@ -290,6 +290,8 @@ pub(super) struct UnitRun<'w> {
     pub(super) too_small: Vec<usize>,
     /// Attempts of the unit made before this run of it (a half follows the whole).
     pub(super) number_from: u32,
+    /// Said after its reason: its tool loop was dropped for a context window (§14).
+    pub(super) window_note: Option<String>,
 }
 
 impl<'w> UnitRun<'w> {
@@ -310,6 +312,7 @@ impl<'w> UnitRun<'w> {
             cut_retried: false,
             too_small: Vec::new(),
             number_from: 0,
+            window_note: None,
         }
     }
 
@@ -421,7 +424,10 @@ impl<'w> UnitRun<'w> {
 
     pub(super) fn finish(mut self, _sh: &Shared, stop: Stop) -> UnitResult {
         self.result.status = stop.status;
-        self.result.reason = stop.reason;
+        self.result.reason = match self.window_note.take() {
+            Some(note) => format!("{} ({note})", stop.reason),
+            None => stop.reason,
+        };
         self.into_result()
     }
 

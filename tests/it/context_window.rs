@@ -52,7 +52,7 @@ fn one_long_line(bytes: usize) -> Review {
 /// chunks, and one route per (name, provider, extra lines).
 fn config(r: &Review, routes: &[(&str, &str, &str)], base: &str) {
     let mut text = String::from(
-        "version = 1\n[execution]\nreviewBudget = \"60s\"\nhunkBudget = \"30s\"\nmaxAttempts = 1\n[defaults.chunking.coalesce]\nmaxChunkSize = 60000\nmaxGapLines = 30\n",
+        "version = 1\n[execution]\nreviewBudget = \"60s\"\nhunkBudget = \"30s\"\nrequestTimeout = \"5s\"\nmaxAttempts = 1\n[defaults.chunking.coalesce]\nmaxChunkSize = 60000\nmaxGapLines = 30\n",
     );
     for (name, provider, extra) in routes {
         text.push_str(&format!(
@@ -90,6 +90,12 @@ fn an_oversize_chunk_is_split_and_reviewed_in_both_protocols() {
         config(&r, &[(model, provider, "")], &fake.base_url());
         let (code, v, stderr, _) = r.json(&[]);
         assert!(!stderr.contains("unknown key"), "{stderr}");
+        let told: Vec<&str> = stderr
+            .lines()
+            .filter(|l| l.contains("exceeds the model's context window"))
+            .collect();
+        assert_eq!(told.len(), 1, "once per route: {stderr}");
+        assert!(told[0].contains("contextWindow = 8192"), "{}", told[0]);
         let us = units(&v);
         assert!(us.len() >= 3, "{model}: split in parts: {v}");
         assert!(
@@ -330,4 +336,38 @@ fn a_20_hunk_file_against_an_8k_window_is_reviewed_in_parts() {
         }
         assert!(us.len() >= 2);
     }
+}
+
+/// A tool loop's transcript, not its chunk, outgrows the window (the agent reads a 30 KB
+/// file under an 8k window): the chunk is not split (each half would read the file
+/// again); the unit goes on as one request without tools, and says so.
+#[test]
+fn a_tool_loop_whose_transcript_outgrows_the_window_goes_on_without_tools() {
+    let r = Review {
+        repo: crate::support::repo_with_grown_files(1, "g", 1000),
+        cfg: tempfile::tempdir().unwrap(),
+    };
+    let fake = FakeProvider::start();
+    fake.default_behavior(crate::support::fake_provider::Behavior::Agent);
+    config(
+        &r,
+        &[("agent", "openai", "contextWindow = 8192\nmaxTokens = 256")],
+        &fake.base_url(),
+    );
+    let (code, v, stderr, _) = r.json(&[]);
+    let us = units(&v);
+    assert_eq!(us.len(), 1, "not split: {v}");
+    assert_eq!(us[0]["status"], "reviewed", "{v}\n{stderr}");
+    assert_eq!(code, 0);
+    let reason = us[0]["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("transcript outgrew route agent's context window"),
+        "{reason}: {}",
+        us[0]
+    );
+    let reqs = fake.requests_for("agent");
+    assert_eq!(reqs.len(), 2, "the read, then the chunk alone");
+    assert!(reqs[0].body.get("tools").is_some());
+    assert!(reqs[1].body.get("tools").is_none(), "{}", reqs[1].body);
+    assert_eq!(us[0]["toolLoop"]["toolCalls"], 1, "{}", us[0]);
 }
