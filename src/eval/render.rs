@@ -16,8 +16,10 @@ fn usd(x: Option<f64>) -> String {
     x.map(|v| format!("${v:.4}")).unwrap_or_else(|| "—".into())
 }
 
+/// Milliseconds in the one duration format of every human output (`900ms`, `4.2s`).
 fn secs(ms: Option<f64>) -> String {
-    ms.map(|v| format!("{:.1}s", v / 1000.0))
+    ms.filter(|v| v.is_finite() && *v >= 0.0)
+        .map(|v| crate::config::format_duration(std::time::Duration::from_millis(v.round() as u64)))
         .unwrap_or_else(|| "—".into())
 }
 
@@ -87,11 +89,11 @@ pub fn text(r: &EvalReport) -> String {
     let f = &r.finished;
     let _ = writeln!(
         s,
-        "routes: {} · {} of {} case reviews ran in {:.1}s ({} at once){}{}",
+        "routes: {} · {} of {} case reviews ran in {} ({} at once){}{}",
         escape::inline(&r.settings.routes.join(", ")),
         f.reviewed,
         f.case_runs,
-        f.wall_ms as f64 / 1000.0,
+        secs(Some(f.wall_ms as f64)),
         r.settings.concurrency,
         if f.budget_expired {
             " · the --budget ran out"

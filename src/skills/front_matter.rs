@@ -34,7 +34,7 @@ pub fn parse(text: &str) -> Result<Parsed, String> {
     }
     let body: String = lines.collect();
     check_events(&yaml)?;
-    let docs = yaml_rust2::YamlLoader::load_from_str(&yaml).map_err(|e| yaml_error(&e))?;
+    let docs = yaml_rust2::YamlLoader::load_from_str(&yaml).map_err(|e| yaml_error(&e, &yaml))?;
     let doc = docs.into_iter().next().unwrap_or(yaml_rust2::Yaml::Null);
     let map = match doc {
         yaml_rust2::Yaml::Hash(h) => h,
@@ -96,7 +96,7 @@ fn check_events(yaml: &str) -> Result<(), String> {
     let mut parser = Parser::new_from_str(yaml);
     let (mut nodes, mut depth) = (0usize, 0usize);
     loop {
-        let (event, mark) = parser.next_token().map_err(|e| yaml_error(&e))?;
+        let (event, mark) = parser.next_token().map_err(|e| yaml_error(&e, &yaml))?;
         let line = mark.line() + 1;
         match event {
             Event::StreamEnd => return Ok(()),
@@ -132,16 +132,28 @@ const YAML_DETAIL_MAX: usize = 120;
 /// A YAML error for people: the line, and the parser's reason cut short. Some reasons
 /// repeat a whole node of the file (a duplicate key prints the key's value in debug
 /// form), so without the cut a crafted SKILL.md makes an error as long as itself.
-fn yaml_error(e: &yaml_rust2::ScanError) -> String {
+///
+/// The line is the file's (the YAML starts on line 2). An error found at the end of the
+/// YAML (an unclosed `[`, quote or `{`) is the last non-blank line's: the parser notices
+/// it only where the front matter ends, a line after the one to fix.
+fn yaml_error(e: &yaml_rust2::ScanError, yaml: &str) -> String {
     let info = e.info();
     let detail = match info.char_indices().nth(YAML_DETAIL_MAX) {
         Some((cut, _)) => format!("{}…", &info[..cut]),
         None => info.to_string(),
     };
-    format!(
-        "front matter is not valid YAML (line {} of the file): {detail}",
-        e.marker().line() + 1
-    )
+    let at_end = e.marker().index() >= yaml.chars().count();
+    let last = yaml
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+        .map(|(i, _)| i)
+        .last();
+    let line = match last {
+        Some(last) if at_end => last + 2,
+        _ => e.marker().line() + 1,
+    };
+    format!("front matter is not valid YAML (line {line} of the file): {detail}")
 }
 
 #[cfg(test)]
@@ -227,5 +239,18 @@ mod tests {
             "{} chars: {err}",
             err.chars().count()
         );
+    }
+
+    #[test]
+    fn an_unclosed_bracket_is_reported_on_its_own_line() {
+        // Line 4 opens a list it never closes; the parser finds out at the closing `---`.
+        let e =
+            parse("---\nname: x\ndescription: d\nallowed-tools: [Read\n---\nbody\n").unwrap_err();
+        assert!(e.contains("(line 4 of the file)"), "{e}");
+        let e = parse("---\nname: x\ndescription: \"d\n\n---\nbody\n").unwrap_err();
+        assert!(e.contains("(line 3 of the file)"), "{e}");
+        // An error inside the YAML keeps the parser's line.
+        let e = parse("---\nname: x: y\ndescription: d\n---\nbody\n").unwrap_err();
+        assert!(e.contains("(line 2 of the file)"), "{e}");
     }
 }
