@@ -463,7 +463,15 @@ async fn drive(shared: &Shared<'_>, work: &[(usize, Arc<UnitInfo>)]) -> bool {
             all.await;
             true
         }
-        _ = &mut all => false,
+        // Units whose attempts were cut by their own clocks at the review deadline (each
+        // attempt's deadline is capped by it) ended because the budget ran out, too.
+        _ = &mut all => {
+            let expired = Instant::now() >= shared.review_deadline;
+            if expired {
+                shared.sink.emit(Event::BudgetExpired { in_flight: 0 });
+            }
+            expired
+        }
         _ = shared.cancel.cancelled() => {
             all.await;
             false

@@ -330,11 +330,12 @@ fn a_locked_or_unwritable_cache_warns_once_and_the_review_completes() {
 #[test]
 fn two_concurrent_reviews_sharing_a_cache_directory_both_complete() {
     let s = Setup::new(6);
-    // Slow enough answers that the two runs overlap while both write.
+    // Slow enough answers (3 rounds of 600 ms at the route's cap of 2) that the two runs
+    // overlap; the fake proves they did (below).
     s.fake.script(
         "primary",
         vec![Behavior::DelayHeaders(
-            Duration::from_millis(150),
+            Duration::from_millis(600),
             Box::new(high_at(11, "Race")),
         )],
     );
@@ -359,6 +360,29 @@ fn two_concurrent_reviews_sharing_a_cache_directory_both_complete() {
         assert_eq!(v["outcome"], "complete");
         assert_eq!(findings(&v).len(), 6);
     }
+    // One run keeps at most 2 requests to `primary` in flight (its cap): more at one
+    // instant means both runs were reviewing at once.
+    let spans: Vec<_> = s
+        .fake
+        .wait_all_closed(Duration::from_secs(2))
+        .into_iter()
+        .filter(|r| r.model == "primary")
+        .map(|r| (r.at, r.finished_at.or(r.hung_up_at).unwrap()))
+        .collect();
+    let most_at_once = spans
+        .iter()
+        .map(|(start, _)| {
+            spans
+                .iter()
+                .filter(|(a, b)| a <= start && start < b)
+                .count()
+        })
+        .max()
+        .unwrap_or(0);
+    assert!(
+        most_at_once > 2,
+        "the two reviews did not overlap: at most {most_at_once} requests to primary at once"
+    );
     let (_, v, _, asked) = s.json(&[]);
     assert_eq!(asked, 0, "both runs' answers are in the shared cache");
     assert_eq!(findings(&v).len(), 6);
