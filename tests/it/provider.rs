@@ -279,9 +279,10 @@ fn run_matrix(kind: ProviderKind, stream: bool) {
             let took = hung - seen.at;
             // The slack covers the fake's and the runtime's scheduling with the whole
             // matrix in flight at once (311-336 ms against a 200 ms idle clock were seen on
-            // an idle 2-core machine); a clock that did not fire still fails by seconds.
+            // an idle 2-core machine, past 450 ms with four builds beside it); a clock that
+            // did not fire still fails by seconds.
             assert!(
-                took <= after + Duration::from_millis(250),
+                took <= after + Duration::from_millis(500),
                 "{label} {}: hung up {took:?} after the request, deadline {after:?}",
                 c.model
             );
