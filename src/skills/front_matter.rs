@@ -96,7 +96,7 @@ fn check_events(yaml: &str) -> Result<(), String> {
     let mut parser = Parser::new_from_str(yaml);
     let (mut nodes, mut depth) = (0usize, 0usize);
     loop {
-        let (event, mark) = parser.next_token().map_err(|e| yaml_error(&e, &yaml))?;
+        let (event, mark) = parser.next_token().map_err(|e| yaml_error(&e, yaml))?;
         let line = mark.line() + 1;
         match event {
             Event::StreamEnd => return Ok(()),
