@@ -102,16 +102,15 @@ async fn no_unit_waits_through_more_than_one_failed_probe_round() {
     );
 }
 
-/// The real binary against a closed loopback port: the reasons name it, the review ends
-/// within 15 s of a 120 s budget, and the report's counters show one probe round.
-#[test]
-fn a_route_where_nothing_listens_ends_a_12_unit_review_within_15s() {
-    // A port that was just bound and released: nothing listens there.
+/// A review of `files` files whose one route, `dead` (4 at once), points at a loopback
+/// port that was just bound and released: nothing listens there. Its breaker opens for
+/// `open_for`. Returns the review and the port.
+pub fn dead_route_review(files: usize, open_for: &str) -> (Review, u16) {
     let port = {
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         l.local_addr().unwrap().port()
     };
-    let review = Review::new(12);
+    let review = Review::new(files);
     let route = route_cfg(
         "dead",
         "openai",
@@ -125,10 +124,18 @@ fn a_route_where_nothing_listens_ends_a_12_unit_review_within_15s() {
         .replace("maxConcurrency = 1\n", "maxConcurrency = 4\n")
         .replacen(
             "[[routes]]",
-            "[execution.breaker]\nopenFor = \"5s\"\n[[routes]]",
+            &format!("[execution.breaker]\nopenFor = \"{open_for}\"\n[[routes]]"),
             1,
         );
     std::fs::write(&cfg, text).unwrap();
+    (review, port)
+}
+
+/// The real binary against a closed loopback port: the reasons name it, the review ends
+/// within 15 s of a 120 s budget, and the report's counters show one probe round.
+#[test]
+fn a_route_where_nothing_listens_ends_a_12_unit_review_within_15s() {
+    let (review, port) = dead_route_review(12, "5s");
     let (code, v, stderr, took) = review.json(&[]);
     eprintln!("dead route, 12 units: {took:?}");
     assert_eq!(v["budgetExpired"], false, "{stderr}");

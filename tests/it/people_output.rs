@@ -208,30 +208,8 @@ fn long_finding_lines_wrap_at_words_under_a_hanging_indent() {
 /// no two consecutive status lines say the same thing.
 #[test]
 fn progress_names_units_and_what_waiting_units_wait_for() {
-    use crate::support::review::{Review, route_cfg};
-    let port = {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        l.local_addr().unwrap().port()
-    };
-    let review = Review::new(12);
-    let route = route_cfg(
-        "dead",
-        "openai",
-        format!("http://127.0.0.1:{port}/v1"),
-        false,
-    );
-    review.config(&[("reviewBudget", "120s"), ("hunkBudget", "60s")], &[route]);
-    let cfg = review.config_path();
     // Open for 8 s: the status line at 5 s falls inside the open period.
-    let text = std::fs::read_to_string(&cfg)
-        .unwrap()
-        .replace("maxConcurrency = 1\n", "maxConcurrency = 4\n")
-        .replacen(
-            "[[routes]]",
-            "[execution.breaker]\nopenFor = \"8s\"\n[[routes]]",
-            1,
-        );
-    std::fs::write(&cfg, text).unwrap();
+    let (review, port) = crate::dead_routes::dead_route_review(12, "8s");
     let (code, _, stderr, _) = review.json(&["-v"]);
     assert_eq!(code, 3, "{stderr}");
     let lines: Vec<&str> = stderr.lines().collect();
