@@ -361,7 +361,7 @@ impl Engine {
                 slots,
                 units.len(),
                 review_deadline,
-                self.exec.request_timeout,
+                (hunk_budget, self.exec.request_timeout),
             ),
             cancel: interrupt.child_token(),
             interrupted: interrupt.clone(),

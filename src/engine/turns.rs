@@ -149,7 +149,8 @@ impl LoopState {
         let short = left < sh.exec.request_timeout.saturating_mul(2);
         let last = used + 1 >= self.figures.turns_allowed;
         // Checked only when nothing else ends the tool turns (it reads shared figures).
-        let shed = !(last || spent || short || sh.depth.affords_tool_turn());
+        let shed =
+            !(last || spent || short || sh.depth.affords_tool_turn(self.figures.turns_allowed));
         if !(last || spent || short || shed) {
             return;
         }
@@ -420,15 +421,17 @@ fn canonical(arguments: &str) -> String {
 /// covers that turn and the final one at what a turn costs; units that finish early leave
 /// their share to the rest. A turn costs the slot time of every attempt so far (failed,
 /// timed out and bounced ones too: they held a permit) over the turns answered; before any
-/// turn is answered, the request deadline (what a turn may take). So when the budget cannot
-/// cover every unit once, tool turns go first, down to single-shot reviews.
+/// turn is answered, what the config expects of one: the unit's hunk budget over its turns,
+/// at most the request deadline. So when the budget cannot cover every unit once, tool
+/// turns go first, down to single-shot reviews.
 #[derive(Debug)]
 pub(super) struct Depth {
     /// Permits of every route: slots per second of budget.
     slots: u32,
     review_deadline: Instant,
-    /// A turn's cost before any was answered.
-    prior: Duration,
+    /// A unit's budget and the request deadline: a turn's cost before any was answered.
+    hunk_budget: Duration,
+    request_timeout: Duration,
     units_open: std::sync::atomic::AtomicUsize,
     /// Milliseconds every attempt held a slot, and the turns answered.
     observed: std::sync::Mutex<(u64, u64)>,
@@ -439,12 +442,13 @@ impl Depth {
         slots: usize,
         units: usize,
         review_deadline: Instant,
-        request_timeout: Duration,
+        (hunk_budget, request_timeout): (Duration, Duration),
     ) -> Self {
         Depth {
             slots: slots.max(1) as u32,
             review_deadline,
-            prior: request_timeout,
+            hunk_budget,
+            request_timeout,
             units_open: units.into(),
             observed: Default::default(),
         }
@@ -466,20 +470,21 @@ impl Depth {
         o.1 += u64::from(answered);
     }
 
-    /// What an answered turn costs in slot time, so far.
-    fn turn_cost(&self) -> Duration {
+    /// What an answered turn costs in slot time, so far (a loop of `turns`).
+    fn turn_cost(&self, turns: u32) -> Duration {
         let (spent_ms, answered) = *self.observed.lock().expect("depth lock");
         let spent = Duration::from_millis(spent_ms);
         if answered == 0 {
-            return self.prior.max(spent);
+            let prior = (self.hunk_budget / turns.max(1)).min(self.request_timeout);
+            return prior.max(spent);
         }
         spent / answered.min(u64::from(u32::MAX)) as u32
     }
 
     /// Whether a unit's share of what is left covers two more turns (a tool turn and the
-    /// final one).
-    pub(super) fn affords_tool_turn(&self) -> bool {
-        let turn = self.turn_cost();
+    /// final one) of its loop of `turns`.
+    pub(super) fn affords_tool_turn(&self, turns: u32) -> bool {
+        let turn = self.turn_cost(turns);
         let left = self
             .review_deadline
             .saturating_duration_since(Instant::now());

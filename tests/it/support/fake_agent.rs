@@ -55,7 +55,9 @@ pub fn respond_deep(body: &Value, reads: usize) -> Behavior {
                     .is_some_and(|c| c.iter().any(|b| b["type"] == "tool_result"))
         })
         .count();
-    let Some(path) = file_under_review(&messages) else {
+    let tools = body["tools"].as_array().is_some_and(|t| !t.is_empty());
+    let Some(path) = file_under_review(&messages).filter(|_| tools) else {
+        // Offered no tools (a single-shot review): the findings in text.
         return Behavior::Answer(findings_answer(json!([])));
     };
     if forced || results >= reads {
