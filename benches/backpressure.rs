@@ -7,14 +7,15 @@
 
 #[path = "../tests/it/support/fake_provider.rs"]
 mod fake_provider;
+#[path = "support/timed.rs"]
+mod timed;
 
 use fake_provider::{Behavior, FakeProvider, findings_answer};
 use serde_json::json;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
-use tokio_util::sync::CancellationToken;
+use std::time::Duration;
 use warden::config::{Execution, ProviderKind, Route, SimOptions};
-use warden::engine::{Engine, EngineRoute, Event, Sink, UnitLabels, UnitStatus, UnitWork};
+use warden::engine::{Engine, EngineRoute, Event, Sink, UnitLabels, UnitWork};
 use warden::prompt::Prompt;
 use warden::provider::{HttpProvider, Provider};
 
@@ -77,19 +78,7 @@ fn run(label: &str, setup: impl Fn(&FakeProvider), n: usize, cap: usize) {
     };
     let (sink, events) = Sink::collect();
     let engine = Engine::new(vec![EngineRoute::configured(provider, &r)], exec, sink);
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    let t0 = Instant::now();
-    let report = rt.block_on(engine.run(units(n), CancellationToken::new()));
-    let wall = t0.elapsed();
-    let reviewed = report
-        .units
-        .iter()
-        .filter(|u| u.status == UnitStatus::Reviewed)
-        .count();
+    let (_, wall, reviewed) = timed::review(&engine, units(n));
     let limits: Vec<usize> = events
         .lock()
         .unwrap()

@@ -9,13 +9,14 @@
 
 #[path = "../tests/it/support/fake_provider.rs"]
 mod fake_provider;
+#[path = "support/timed.rs"]
+mod timed;
 
 use fake_provider::{Behavior, FakeProvider, fake_agent};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
-use tokio_util::sync::CancellationToken;
+use std::time::Duration;
 use warden::config::{Execution, ProviderKind, Route};
-use warden::engine::{Engine, EngineRoute, Sink, UnitLabels, UnitStatus, UnitWork};
+use warden::engine::{Engine, EngineRoute, Sink, UnitLabels, UnitWork};
 use warden::prompt::Prompt;
 use warden::provider::{HttpProvider, Provider};
 use warden::tools::{LoopPlan, Tool, Toolbox};
@@ -86,19 +87,7 @@ fn run(looping: bool, cap: usize, root: &std::path::Path) {
         Sink::none(),
     )
     .with_toolbox(Arc::new(toolbox));
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    let t0 = Instant::now();
-    let report = rt.block_on(engine.run(units(looping), CancellationToken::new()));
-    let wall = t0.elapsed();
-    let reviewed = report
-        .units
-        .iter()
-        .filter(|u| u.status == UnitStatus::Reviewed)
-        .count();
+    let (report, wall, reviewed) = timed::review(&engine, units(looping));
     let loops: Vec<_> = report
         .units
         .iter()
