@@ -246,3 +246,30 @@ fn progress_names_units_and_what_waiting_units_wait_for() {
         assert_ne!(pair[0], pair[1], "{stderr}");
     }
 }
+
+/// The binary reads the width from `COLUMNS`: the demo review's text at 80 columns has
+/// no line past 80 and the compact route table; with no width (a pipe) every line is
+/// whole and the table complete.
+#[test]
+fn the_binary_wraps_its_text_report_to_columns() {
+    let repo = Repo::new();
+    repo.write("a.py", "x = 1\n").commit_all("init");
+    let review = |columns: Option<&str>| {
+        let mut cmd = repo.warden(&["review", "--sim", "--demo", "-q"]);
+        if let Some(c) = columns {
+            cmd.env("COLUMNS", c);
+        }
+        let out = cmd.output().unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let narrow = review(Some("80"));
+    assert!(narrow.contains("Review complete"), "{narrow}");
+    for line in narrow.lines() {
+        let plain = console::strip_ansi_codes(line);
+        assert!(plain.chars().count() <= 80, "{plain:?}");
+    }
+    assert!(narrow.contains(" not ok "), "{narrow}");
+    let whole = review(None);
+    assert!(whole.contains("unavailable rate-ltd"), "{whole}");
+    assert!(whole.lines().any(|l| l.chars().count() > 80), "{whole}");
+}
