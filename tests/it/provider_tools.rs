@@ -327,3 +327,128 @@ fn anthropic_loop_requests_mark_the_system_block_the_tools_and_the_transcript_fo
         b["messages"].as_array().unwrap()[..n]
     );
 }
+
+#[test]
+fn interleaved_parallel_fragments_join_by_index_and_block_in_both_streams() {
+    use serde_json::Value;
+    let data = |v: Value| format!("data: {v}\n\n");
+    let chunk = |delta: Value, finish: Value| {
+        data(
+            json!({"id": "gen-x", "object": "chat.completion.chunk", "model": "inter",
+                    "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}),
+        )
+    };
+    let piece = |i: u32, args: &str| {
+        chunk(
+            json!({"tool_calls": [{"index": i, "function": {"arguments": args}}]}),
+            Value::Null,
+        )
+    };
+    // OpenAI: text first, both calls opened, then their argument pieces alternating, and
+    // one chunk carrying pieces of both.
+    let mut openai = chunk(
+        json!({"role": "assistant", "content": "Reading two files."}),
+        Value::Null,
+    );
+    for (i, name) in [(0, "read_file"), (1, "grep")] {
+        openai += &chunk(
+            json!({"tool_calls": [{"index": i, "id": format!("call_{i}"), "type": "function",
+                                   "function": {"name": name, "arguments": ""}}]}),
+            Value::Null,
+        );
+    }
+    openai += &piece(1, "{\"pattern\": ");
+    openai += &piece(0, "{\"path\": ");
+    openai += &chunk(
+        json!({"tool_calls": [{"index": 0, "function": {"arguments": "\"src/a.rs\"}"}},
+                              {"index": 1, "function": {"arguments": "\"fn main\"}"}}]}),
+        Value::Null,
+    );
+    openai += &chunk(json!({}), json!("tool_calls"));
+    openai += "data: [DONE]\n\n";
+    // Anthropic: a text block, then two tool_use blocks whose input_json_delta pieces
+    // arrive three to a block.
+    let ev = |kind: &str, v: Value| format!("event: {kind}\ndata: {v}\n\n");
+    let mut anthropic = ev(
+        "message_start",
+        json!({"type": "message_start", "message": {"id": "msg_x", "model": "inter",
+               "usage": {"input_tokens": 10, "output_tokens": 1}}}),
+    );
+    anthropic += &ev(
+        "content_block_start",
+        json!({"type": "content_block_start", "index": 0,
+        "content_block": {"type": "text", "text": ""}}),
+    );
+    anthropic += &ev(
+        "content_block_delta",
+        json!({"type": "content_block_delta", "index": 0,
+        "delta": {"type": "text_delta", "text": "Reading two files."}}),
+    );
+    anthropic += &ev(
+        "content_block_stop",
+        json!({"type": "content_block_stop", "index": 0}),
+    );
+    for (i, name, pieces) in [
+        (1, "read_file", ["{\"pa", "th\": \"src/", "a.rs\"}"]),
+        (2, "grep", ["{\"pattern\"", ": \"fn ", "main\"}"]),
+    ] {
+        anthropic += &ev(
+            "content_block_start",
+            json!({"type": "content_block_start", "index": i,
+            "content_block": {"type": "tool_use", "id": format!("toolu_{i}"), "name": name, "input": {}}}),
+        );
+        for p in pieces {
+            anthropic += &ev(
+                "content_block_delta",
+                json!({"type": "content_block_delta", "index": i,
+                "delta": {"type": "input_json_delta", "partial_json": p}}),
+            );
+        }
+        anthropic += &ev(
+            "content_block_stop",
+            json!({"type": "content_block_stop", "index": i}),
+        );
+    }
+    anthropic += &ev(
+        "message_delta",
+        json!({"type": "message_delta",
+        "delta": {"stop_reason": "tool_use"}, "usage": {"output_tokens": 20}}),
+    );
+    anthropic += &ev("message_stop", json!({"type": "message_stop"}));
+
+    let fake = FakeProvider::start();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    for (kind, model, stream) in [
+        (ProviderKind::OpenAi, "inter-openai", openai),
+        (ProviderKind::Anthropic, "inter-anthropic", anthropic),
+    ] {
+        fake.script(model, vec![Behavior::OkThen(stream)]);
+        let p = provider(&fake, kind, true, model);
+        let conv = Conversation {
+            tools: tools(),
+            ..Conversation::default()
+        };
+        let a = rt.block_on(p.attempt(&request(Some(conv))));
+        assert_eq!(
+            a.record.outcome,
+            Outcome::Ok,
+            "{kind:?}: {}",
+            a.record.reason
+        );
+        assert_eq!(a.finish, Some(FinishReason::ToolCalls), "{kind:?}");
+        let calls: Vec<(String, Value)> = a
+            .calls
+            .iter()
+            .map(|c| (c.name.clone(), serde_json::from_str(&c.arguments).unwrap()))
+            .collect();
+        assert_eq!(
+            calls,
+            [
+                ("read_file".to_string(), json!({"path": "src/a.rs"})),
+                ("grep".to_string(), json!({"pattern": "fn main"})),
+            ],
+            "{kind:?}"
+        );
+        assert_ne!(a.calls[0].id, a.calls[1].id, "{kind:?}");
+    }
+}
