@@ -178,10 +178,11 @@ fn most_probes_at_once(v: &serde_json::Value, route: &str) -> usize {
 }
 
 /// Both routes hang (each attempt times out after 1.4 s), open after two timeouts and
-/// half-open 300 ms later with two probes; units queue behind two permits per route. The
-/// review budget (4 s) ends while the second round of probes is out (from 3.7 s), with
-/// Redis answering or frozen just before (its calls in flight then cost one bounded call,
-/// and the fleet is off).
+/// half-open 1.5 s later with two probes; units queue behind two permits per route. The
+/// review budget (4 s) ends while that round of probes is out (from 2.9 s, due to time out
+/// at 4.3 s), with Redis answering or frozen just before (its calls in flight then cost one
+/// bounded call, and the fleet is off). It is the first probe round: no unit waits through
+/// a failed one (DESIGN.md §14), so a second round would find no unit left to probe.
 #[test]
 fn the_review_deadline_cuts_half_open_probes_inside_its_budget_even_with_redis_frozen() {
     let units = 16;
@@ -202,7 +203,7 @@ fn the_review_deadline_cuts_half_open_probes_inside_its_budget_even_with_redis_f
             .unwrap()
             .replace(
                 "openFor = \"60s\"",
-                "openFor = \"300ms\"\nhalfOpenProbes = 2",
+                "openFor = \"1500ms\"\nhalfOpenProbes = 2",
             )
             .replace("maxConcurrency = 4", "maxConcurrency = 2");
         std::fs::write(&path, text).unwrap();
