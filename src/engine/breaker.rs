@@ -209,7 +209,7 @@ impl Breaker {
         if probe {
             self.release_probe();
         }
-        if outcome == Outcome::Cancelled {
+        if outcome.no_verdict() {
             return None;
         }
         if outcome.forces_open() {

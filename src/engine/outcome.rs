@@ -57,6 +57,9 @@ pub enum UnitStatus {
     Cancelled,
     /// It never started (review budget spent, or shed as optional work).
     Skipped,
+    /// Every route it could go to refused to review it (a safety refusal, DESIGN.md
+    /// §15): never clean, and not an outage.
+    Refused,
 }
 
 impl UnitStatus {
@@ -69,6 +72,7 @@ impl UnitStatus {
             UnitStatus::Failed => "failed",
             UnitStatus::Cancelled => "cancelled",
             UnitStatus::Skipped => "skipped",
+            UnitStatus::Refused => "refused",
         }
     }
 }

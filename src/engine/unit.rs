@@ -112,6 +112,14 @@ pub(super) async fn life(
                 super::cut::Next::End(stop) => return u.finish(sh, stop),
             }
         }
+        // Section 15: a refusal is the model's answer, not an outage: another route may
+        // review the unit, this one is not asked again.
+        if record.outcome == Outcome::Refused {
+            if let Err(stop) = refused(sh, &mut u, route, &record) {
+                return u.finish(sh, stop);
+            }
+            continue;
+        }
         if record.backpressure {
             if let Err(stop) = bounced(sh, &mut u, route, &record, started) {
                 return u.finish(sh, stop);
@@ -211,6 +219,26 @@ fn bounced(
     Ok(())
 }
 
+/// Section 15: the model refused the unit. The route is passed over for it from now on
+/// (no retry there); while another route may serve it, it fails over; else it ends
+/// `refused`, naming the route and what the provider said.
+fn refused(sh: &Shared, u: &mut UnitRun, route: usize, record: &AttemptRecord) -> Result<(), Stop> {
+    u.refused_by.push(route);
+    let reason = format!("{}: {}", record.outcome, record.reason);
+    if u.allowed(sh).is_empty() {
+        return Err(Stop::new(
+            UnitStatus::Refused,
+            format!("refused by {}: {}", record.route, record.reason),
+        ));
+    }
+    u.last = Some(LastFailure {
+        route,
+        reason,
+        retry_after: None,
+    });
+    Ok(())
+}
+
 /// The first wait after back-pressure that does not say when to come back; doubled with
 /// each further bounce, up to [`MAX_BOUNCE_BACKOFF`].
 const BOUNCE_BACKOFF: Duration = Duration::from_millis(250);
@@ -288,6 +316,8 @@ pub(super) struct UnitRun<'w> {
     pub(super) cut_retried: bool,
     /// Routes whose context window its prompt does not fit (section 14): passed over.
     pub(super) too_small: Vec<usize>,
+    /// Routes whose model refused it (section 15): not asked again.
+    pub(super) refused_by: Vec<usize>,
     /// Attempts of the unit made before this run of it (a half follows the whole).
     pub(super) number_from: u32,
     /// Said after its reason: its tool loop was dropped for a context window (§14).
@@ -311,6 +341,7 @@ impl<'w> UnitRun<'w> {
             output_cap: None,
             cut_retried: false,
             too_small: Vec::new(),
+            refused_by: Vec::new(),
             number_from: 0,
             window_note: None,
         }
@@ -330,7 +361,7 @@ impl<'w> UnitRun<'w> {
         let base = self.base_routes(sh);
         base.iter()
             .copied()
-            .filter(|r| !self.too_small.contains(r))
+            .filter(|r| !self.too_small.contains(r) && !self.refused_by.contains(r))
             .collect()
     }
 

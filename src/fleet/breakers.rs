@@ -242,7 +242,7 @@ impl FleetBreakers {
         outcome: Outcome,
         lease: Option<u64>,
     ) -> Option<Option<Transition>> {
-        let kind = if outcome == Outcome::Cancelled {
+        let kind = if outcome.no_verdict() {
             "cancel"
         } else if outcome.forces_open() {
             "force"

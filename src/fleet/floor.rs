@@ -105,7 +105,7 @@ pub(crate) fn reopen(
 
 /// An outcome that closes a half-open breaker (as both levels count it).
 fn good(outcome: Outcome) -> bool {
-    outcome != Outcome::Cancelled && !outcome.forces_open() && !outcome.is_breaker_failure()
+    !outcome.no_verdict() && !outcome.forces_open() && !outcome.is_breaker_failure()
 }
 
 impl Floor {

@@ -20,6 +20,8 @@ pub(crate) struct Answered {
     /// The findings complete before a cut (or before the object stopped): kept on a
     /// `bad_response`.
     kept: Option<Extracted>,
+    /// The model's words when it refused (OpenAI `refusal`).
+    refusal: Option<String>,
 }
 
 impl Answered {
@@ -39,7 +41,14 @@ impl Answered {
             finish,
             looping: req.conversation.is_some(),
             kept: None,
+            refusal: None,
         }
+    }
+
+    /// The answer carried a refusal in the model's words (OpenAI `refusal`).
+    pub(crate) fn with_refusal(mut self, refusal: Option<String>) -> Answered {
+        self.refusal = refusal.filter(|r| !r.trim().is_empty());
+        self
     }
 
     /// The finished attempt, with this answer's calls, text and finish reason; a
@@ -100,6 +109,9 @@ impl Answered {
         &mut self,
         got: std::result::Result<Extracted, String>,
     ) -> std::result::Result<Option<Extracted>, Failure> {
+        if let Some(refused) = self.refused() {
+            return Err(refused);
+        }
         let cut = self.finish.as_ref().is_some_and(FinishReason::is_cut);
         match got {
             Ok(ex) if !cut && ex.incomplete.is_none() => Ok(Some(ex)),
@@ -120,6 +132,33 @@ impl Answered {
         }
     }
 }
+
+impl Answered {
+    /// A refusal (DESIGN.md §15), whatever else the answer holds: the provider's finish
+    /// reason says so, or the model's own refusal text came. Its words are shown (cut
+    /// to [`REFUSAL_CHARS`]; outputs escape them), never acted on.
+    fn refused(&self) -> Option<Failure> {
+        let finish = self.finish.as_ref().filter(|f| f.is_refusal());
+        if finish.is_none() && self.refusal.is_none() {
+            return None;
+        }
+        let why = match finish {
+            Some(FinishReason::Other(r)) => format!("the model refused (finish reason {r:?})"),
+            _ => "the model refused".to_string(),
+        };
+        let reason = match &self.refusal {
+            Some(words) => {
+                let words: String = words.chars().take(REFUSAL_CHARS).collect();
+                format!("{why}: {words}")
+            }
+            None => why,
+        };
+        Some(Failure::new(Outcome::Refused, reason))
+    }
+}
+
+/// The most of a model's refusal text a reason quotes.
+const REFUSAL_CHARS: usize = 200;
 
 /// Answers shorter than this are read in place (see `findings_off_workers`).
 const INLINE_BYTES: usize = 64 * 1024;

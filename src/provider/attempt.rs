@@ -29,6 +29,10 @@ pub enum Outcome {
     BadResponse,
     /// Cut by the review budget or a signal (or never finished).
     Cancelled,
+    /// The model declined to answer (a safety refusal: Anthropic `stop_reason:
+    /// "refusal"`, OpenAI `refusal`, `finish_reason: "content_filter"`), DESIGN.md §15:
+    /// never clean, no breaker verdict, not retried on the same route (failover is).
+    Refused,
 }
 
 /// Which clock ended a timed-out attempt.
@@ -71,6 +75,13 @@ impl Outcome {
         )
     }
 
+    /// An outcome that says nothing about the route's health: the breakers take no
+    /// verdict from it (a cancel is nobody's fault; a refusal is the model's answer to
+    /// this prompt, not an outage).
+    pub fn no_verdict(self) -> bool {
+        matches!(self, Outcome::Cancelled | Outcome::Refused)
+    }
+
     /// Does this outcome force the route open for the rest of the run (rule 8)?
     pub fn forces_open(self) -> bool {
         matches!(self, Outcome::Auth | Outcome::InvalidModel)
@@ -89,6 +100,7 @@ impl Outcome {
             Outcome::BadRequest => "bad_request",
             Outcome::BadResponse => "bad_response",
             Outcome::Cancelled => "cancelled",
+            Outcome::Refused => "refused",
         }
     }
 }

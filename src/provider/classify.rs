@@ -93,6 +93,7 @@ pub fn classify_status(status: u16, headers: &HeaderMap, body: &[u8]) -> Failure
         402 => (Outcome::Quota, "payment required"),
         _ if has("insufficient_quota") => (Outcome::Quota, "quota exhausted"),
         401 | 403 => (Outcome::Auth, "not authorized"),
+        400 | 500 | 502 if says_bad_key(&text) => (Outcome::Auth, "not authorized"),
         404 => (Outcome::InvalidModel, "model or endpoint not found"),
         _ if has("model_not_found") => (Outcome::InvalidModel, "model not found"),
         408 | 500 | 502 | 503 | 504 | 529 => (Outcome::Unavailable, "provider unavailable"),
@@ -134,6 +135,14 @@ pub(crate) fn error_in_answer(error: &Value, reason: String, before_content: boo
         _ => String::new(),
     };
     let words = [word("type"), word("code")];
+    // A gateway streams an upstream's bad key inside its 200 (`{"code": 401}`): the
+    // key is the problem, not an outage.
+    if words
+        .iter()
+        .any(|w| w == "401" || w == "403" || w.starts_with("authentication") || w == "auth_error")
+    {
+        return Failure::new(Outcome::Auth, reason);
+    }
     let quota = words.iter().any(|w| w.contains("quota"));
     let rate = words.iter().any(|w| w == "429" || w.contains("rate_limit"));
     let overloaded = words
@@ -201,11 +210,60 @@ fn clamped_secs(secs: f64) -> Option<Duration> {
     )
 }
 
-/// The provider's own error message, from `{"error": {"message"}}` (both protocols);
-/// model-controlled text is data, so it is only shown, never acted on.
+/// The provider's own error message (DESIGN.md §15), so that a failure reads as what
+/// it is: `{"error": {"message"}}` (OpenAI, Anthropic, LiteLLM, llama.cpp),
+/// `{"error": "..."}` (Ollama), a gateway's own `{"message"}` or `{"detail"}`, else the
+/// text of a plain or HTML body (its `<title>`). Provider text is data: it is only shown
+/// (redacted, cut, escaped by every output), never acted on.
 pub fn error_message(body: &[u8]) -> Option<String> {
-    let v: Value = serde_json::from_slice(body).ok()?;
-    provider_message(v.get("error")?)
+    let Ok(v) = serde_json::from_slice::<Value>(body) else {
+        return plain_message(body);
+    };
+    if let Some(m) = v.get("error").and_then(provider_message) {
+        return Some(m);
+    }
+    ["message", "detail"]
+        .iter()
+        .find_map(|k| v.get(*k).and_then(provider_message))
+}
+
+/// The message of a body that is not JSON: an HTML page's `<title>`, or the text with
+/// its whitespace folded; `None` when nothing readable is left.
+fn plain_message(body: &[u8]) -> Option<String> {
+    let text = String::from_utf8_lossy(&body[..body.len().min(4 * super::http::MESSAGE_CHARS)]);
+    let lower = text.to_ascii_lowercase();
+    let picked = match (lower.find("<title>"), lower.find("</title>")) {
+        (Some(a), Some(b)) if a + 7 <= b => &text[a + 7..b],
+        _ if lower.trim_start().starts_with('<') => return None,
+        _ => &text,
+    };
+    let folded: String = picked
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+        .chars()
+        .take(super::http::MESSAGE_CHARS)
+        .collect();
+    (!folded.is_empty()).then_some(folded)
+}
+
+/// Whether an error body says the key is the problem, whatever the status a gateway
+/// wrapped it in (LiteLLM relays an upstream's bad key as `AuthenticationError`, some
+/// proxies as a 500): such a failure is `auth`, not an outage to retry.
+fn says_bad_key(lower_body: &str) -> bool {
+    [
+        "authentication_error",
+        "authenticationerror",
+        "auth_error",
+        "invalid_api_key",
+        "incorrect api key",
+        "invalid api key",
+        "invalid x-api-key",
+        "api key not valid",
+        "api_key_invalid",
+    ]
+    .iter()
+    .any(|w| lower_body.contains(w))
 }
 
 /// The message of an error object (`{"message": …}`, or the error as a plain string),
@@ -360,6 +418,75 @@ mod tests {
         ] {
             assert_eq!(e(v, true), (Outcome::Unavailable, false), "{v}");
         }
+    }
+
+    #[test]
+    fn the_providers_own_message_from_every_shape_of_error_body() {
+        let m = |b: &str| error_message(b.as_bytes());
+        let openai = r#"{"error":{"message":"Incorrect API key provided: sk-…","type":"invalid_request_error","code":"invalid_api_key"}}"#;
+        assert_eq!(m(openai).unwrap(), "Incorrect API key provided: sk-…");
+        let anthropic = r#"{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}"#;
+        assert_eq!(m(anthropic).unwrap(), "invalid x-api-key");
+        let litellm = r#"{"error":{"message":"Authentication Error, Invalid proxy server token passed. Received API Key = sk-...abcd","type":"auth_error","param":"None","code":"401"}}"#;
+        assert!(
+            m(litellm)
+                .unwrap()
+                .starts_with("Authentication Error, Invalid proxy")
+        );
+        assert_eq!(
+            m(r#"{"error":"model 'x' not found"}"#).unwrap(),
+            "model 'x' not found"
+        );
+        assert_eq!(
+            m(r#"{"detail":"Not authenticated"}"#).unwrap(),
+            "Not authenticated"
+        );
+        assert_eq!(m(r#"{"message":"Forbidden"}"#).unwrap(), "Forbidden");
+        assert_eq!(
+            m("<html><head><title>401 Authorization Required</title></head><body>…</body></html>")
+                .unwrap(),
+            "401 Authorization Required"
+        );
+        assert_eq!(
+            m("upstream   connect error\n").unwrap(),
+            "upstream connect error"
+        );
+        assert_eq!(m("<html><body>no title</body></html>"), None);
+        assert_eq!(m(""), None);
+        let long = format!("{{\"error\":{{\"message\":\"{}\"}}}}", "x".repeat(5000));
+        assert_eq!(
+            m(&long).unwrap().len(),
+            crate::provider::http::MESSAGE_CHARS
+        );
+    }
+
+    #[test]
+    fn a_bad_key_behind_a_gateway_is_auth_whatever_the_status() {
+        let litellm_500 = r#"{"error":{"message":"litellm.AuthenticationError: AuthenticationError: OpenAIException - Incorrect API key provided","type":null,"param":null,"code":"500"}}"#;
+        let f = classify_status(500, &HeaderMap::new(), litellm_500.as_bytes());
+        assert_eq!(f.outcome, Outcome::Auth);
+        assert!(
+            f.reason.contains("Incorrect API key provided"),
+            "{}",
+            f.reason
+        );
+        // An outage that merely mentions keys elsewhere stays an outage.
+        assert_eq!(
+            c(500, r#"{"error":{"message":"internal error"}}"#),
+            Outcome::Unavailable
+        );
+        assert_eq!(c(503, litellm_500), Outcome::Unavailable);
+        // Streamed inside a 200 by a gateway.
+        let e =
+            |v: &str| error_in_answer(&serde_json::from_str(v).unwrap(), "r".into(), true).outcome;
+        assert_eq!(
+            e(r#"{"code":401,"message":"No auth credentials found"}"#),
+            Outcome::Auth
+        );
+        assert_eq!(
+            e(r#"{"type":"authentication_error","message":"invalid x-api-key"}"#),
+            Outcome::Auth
+        );
     }
 
     #[test]

@@ -117,6 +117,12 @@ impl FinishReason {
     pub fn is_cut(&self) -> bool {
         *self == FinishReason::Length
     }
+
+    /// Whether the provider says the model refused (Anthropic `refusal`, OpenAI's and
+    /// Azure's `content_filter`), DESIGN.md §15.
+    pub fn is_refusal(&self) -> bool {
+        matches!(self, FinishReason::Other(s) if s == "refusal" || s == "content_filter")
+    }
 }
 
 /// The name of the tool through which findings arrive (structured output on Anthropic,

@@ -63,6 +63,9 @@ pub(crate) struct Answer {
     pub finish_reason: Option<String>,
     /// The tool calls the model made, in order, arguments as sent.
     pub calls: Vec<super::conversation::ToolCall>,
+    /// What the model said when it refused (OpenAI `message.refusal`, streamed as
+    /// `delta.refusal`), DESIGN.md §15.
+    pub refusal: Option<String>,
 }
 
 /// What one stream item meant.

@@ -330,7 +330,8 @@ impl HttpProvider {
                     record.request_id = answer.request_id.clone();
                 }
                 let finish = answer.finish_reason.as_deref().map(FinishReason::from_wire);
-                turn = answered::Answered::new(answer.text, answer.calls, finish, req);
+                turn = answered::Answered::new(answer.text, answer.calls, finish, req)
+                    .with_refusal(answer.refusal);
                 let cap = self.route.max_findings_per_answer;
                 turn.findings_off_workers(req, cap).await
             }

@@ -166,6 +166,16 @@ impl Decoder for OpenAiDecoder {
                 self.answer.text.push_str(text);
                 step = Step::Content;
             }
+            // A refusal streams as `delta.refusal` pieces, in place of content.
+            if let Some(words) = delta.and_then(|d| d.get("refusal")).and_then(Value::as_str)
+                && !words.is_empty()
+            {
+                self.answer
+                    .refusal
+                    .get_or_insert_with(String::new)
+                    .push_str(words);
+                step = Step::Content;
+            }
             if let Some(parts) = delta
                 .and_then(|d| d.get("tool_calls"))
                 .and_then(Value::as_array)
@@ -244,12 +254,20 @@ impl Decoder for OpenAiDecoder {
         }
         let message = choice.and_then(|c| c.get("message"));
         self.answer.calls = message.map(calls_of).unwrap_or_default();
+        self.answer.refusal = message
+            .and_then(|m| m.get("refusal"))
+            .and_then(Value::as_str)
+            .filter(|r| !r.is_empty())
+            .map(str::to_string);
         let text = message
             .and_then(|m| m.get("content"))
             .and_then(Value::as_str);
         match text {
             Some(t) => self.answer.text = t.to_string(),
             None if !self.answer.calls.is_empty() => {}
+            // A refusal has no content; the finish reason alone may say so too.
+            None if self.answer.refusal.is_some() => {}
+            None if self.answer.finish_reason.as_deref() == Some("content_filter") => {}
             None => {
                 return Err(Failure::new(
                     Outcome::BadResponse,

@@ -129,6 +129,7 @@ impl Summary {
             UnitStatus::Failed => self.failed += 1,
             UnitStatus::Cancelled => self.cancelled += 1,
             UnitStatus::Skipped => self.skipped += 1,
+            UnitStatus::Refused => self.refused += 1,
         }
     }
 

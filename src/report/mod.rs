@@ -163,6 +163,9 @@ pub struct Summary {
     pub cancelled: usize,
     /// Units never started.
     pub skipped: usize,
+    /// Units every route they could go to refused to review (a safety refusal).
+    #[serde(default)]
+    pub refused: usize,
     /// Findings reported.
     pub findings: usize,
     /// Reviewed units answered from the result cache (no request made).

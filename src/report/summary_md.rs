@@ -168,6 +168,7 @@ fn coverage(out: &mut String, r: &Report) {
         (UnitStatus::Failed, s.failed),
         (UnitStatus::Cancelled, s.cancelled),
         (UnitStatus::Skipped, s.skipped),
+        (UnitStatus::Refused, s.refused),
     ] {
         let _ = writeln!(out, "| {} | {n} |", st.as_str());
     }

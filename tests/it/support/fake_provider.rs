@@ -11,6 +11,8 @@
 pub mod fake_agent;
 #[path = "fake_models.rs"]
 pub mod fake_models;
+#[path = "fake_refusal.rs"]
+pub mod fake_refusal;
 #[path = "fake_tools.rs"]
 pub mod fake_tools;
 
@@ -107,6 +109,9 @@ pub enum Behavior {
         count: usize,
         answer: String,
     },
+    /// A safety refusal in the request's protocol, streamed or not (see
+    /// `fake_refusal.rs`).
+    Refusal(fake_refusal::Refusal),
 }
 
 impl Behavior {
@@ -762,6 +767,12 @@ impl Wire {
                 self.ok_headers(wr, None).await;
                 let stream = format!("{}{}{}", self.first_chunk(), self.delta(text), self.end());
                 let _ = wr.write_all(stream.replace('\n', end).as_bytes()).await;
+            }
+            Behavior::Refusal(r) => {
+                let body = fake_refusal::answer(r, self.anthropic, self.stream, &self.model);
+                self.ok_headers(wr, (!self.stream).then_some(body.len()))
+                    .await;
+                let _ = wr.write_all(body.as_bytes()).await;
             }
             Behavior::Cut(text) => {
                 let body = if self.stream {
