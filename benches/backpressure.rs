@@ -41,6 +41,7 @@ fn route(base: String, cap: usize) -> Route {
         params: Default::default(),
         structured_output: Default::default(),
         context_window: None,
+        from_server: Default::default(),
     }
 }
 

@@ -65,6 +65,7 @@ fn main() {
                 params: Default::default(),
                 structured_output: Default::default(),
                 context_window: None,
+                from_server: Default::default(),
             };
             let provider = HttpProvider::new(&route, None, Duration::from_secs(2));
             let rt = tokio::runtime::Builder::new_current_thread()

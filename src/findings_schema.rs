@@ -104,12 +104,71 @@ pub fn schema() -> Value {
     })
 }
 
+/// The bounds of [`bounded`]: at most this many findings per answer.
+pub const BOUNDED_MAX_ITEMS: u64 = 5;
+
+/// The longest text of each string field under [`bounded`], in characters.
+const BOUNDED_LENGTHS: &[(&str, u64)] = &[
+    ("title", 100),
+    ("description", 300),
+    ("suggestion", 200),
+    ("replacement", 400),
+    ("skill", 64),
+];
+
+/// The findings schema with bounds (DESIGN.md §15): `maxItems` on the list and
+/// `maxLength` on every text. A server that turns the schema into a grammar (llama.cpp,
+/// Ollama, vLLM) then cannot let a small model's answer run on: the object must close
+/// within a few hundred tokens. A bound is a limit of the grammar, not a request: a
+/// server that ignores it leaves the answer to the output cap, and a cut is still a cut.
+pub fn bounded() -> Value {
+    let mut s = schema();
+    let findings = &mut s["properties"]["findings"];
+    findings["maxItems"] = json!(BOUNDED_MAX_ITEMS);
+    let props = &mut findings["items"]["properties"];
+    for (name, max) in BOUNDED_LENGTHS {
+        props[*name]["maxLength"] = json!(max);
+    }
+    s
+}
+
 /// What the `submit_findings` tool says it does.
 pub const SUBMIT_DESCRIPTION: &str = "Submit the review's findings (an empty list when there is nothing to report). Call it exactly once, with every finding.";
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_bounded_schema_is_the_schema_with_bounds_on_the_list_and_every_text() {
+        let b = bounded();
+        let items = &b["properties"]["findings"];
+        assert_eq!(items["maxItems"], BOUNDED_MAX_ITEMS);
+        for (name, field) in items["items"]["properties"].as_object().unwrap() {
+            let text = field["type"] == "string"
+                || field["type"]
+                    .as_array()
+                    .is_some_and(|t| t.contains(&json!("string")));
+            let is_enum = field.get("enum").is_some();
+            assert_eq!(
+                field.get("maxLength").is_some(),
+                text && !is_enum,
+                "{name}: {field}"
+            );
+        }
+        // Without the bounds it is the same schema.
+        let mut stripped = b.clone();
+        let f = &mut stripped["properties"]["findings"];
+        f.as_object_mut().unwrap().remove("maxItems");
+        for p in f["items"]["properties"]
+            .as_object_mut()
+            .unwrap()
+            .values_mut()
+        {
+            p.as_object_mut().unwrap().remove("maxLength");
+        }
+        assert_eq!(stripped, schema());
+    }
 
     /// Every object of a strict schema closes its properties and requires all of them.
     fn strict_ok(v: &Value, at: &str) {

@@ -28,8 +28,16 @@ pub(super) fn review_cmd(args: &ReviewArgs) -> Result<i32> {
         warden::outputs::refuse_linked_folders(trace, checkout.as_deref(), "--trace")?;
     }
     let signals = listening();
-    let prepared = prepare(&selection)?;
+    let mut prepared = prepare(&selection)?;
     warn(&args.ui, &prepared.settings);
+    for line in super::discover_local(&mut prepared.settings) {
+        if args.ui.verbose {
+            warden::text::stdio::eprint_line(&format!(
+                "note: {}",
+                warden::text::escape::inline(&line)
+            ));
+        }
+    }
     warn_trust(&args.ui, &prepared.trust);
     if let Some(line) = nothing_to_review(args, &prepared.plan) {
         warden::outputs::write_stdout(&line).map_err(|e| Error::io("<stdout>", e))?;

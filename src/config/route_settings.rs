@@ -16,6 +16,12 @@ pub enum ProviderKind {
     LiteLlm,
     /// The built-in simulator.
     Sim,
+    /// llama.cpp's `llama-server` (OpenAI wire; slots and window from `/props`).
+    LlamaCpp,
+    /// Ollama's OpenAI-compatible endpoint (window from `/api/show`).
+    Ollama,
+    /// vLLM's OpenAI-compatible server (window from `/v1/models` `max_model_len`).
+    Vllm,
 }
 
 /// One configured (provider, model, endpoint, key) in failover order. Holds the *name*
@@ -69,7 +75,27 @@ pub struct Route {
     /// `contextWindow`: the model's window in tokens; a chunk whose prompt would not fit
     /// is split before it is sent.
     pub context_window: Option<u32>,
+    /// What the config left for a local server to say (DESIGN.md §15): set on the
+    /// `llamacpp`, `ollama` and `vllm` presets, for each key not written.
+    pub from_server: FromServer,
 }
+
+/// The settings of a local preset the config did not write, to be learnt from the
+/// server before the review (see `provider::local`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct FromServer {
+    /// `maxConcurrency` from the server's slots.
+    pub slots: bool,
+    /// `contextWindow` from the server.
+    pub window: bool,
+    /// `maxTokens` was not written: a quarter of the window at most.
+    pub max_tokens: bool,
+}
+
+/// The output cap of a local preset when `maxTokens` is not written: an answer a CPU
+/// generates in well under a minute, and a findings object fits (the bounded schema
+/// ends it sooner).
+pub const LOCAL_MAX_TOKENS: u32 = 1024;
 
 /// `structuredOutput` (DESIGN.md §14).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -216,6 +242,7 @@ impl Route {
             params: serde_json::Map::new(),
             structured_output: StructuredOutput::Auto,
             context_window: None,
+            from_server: FromServer::default(),
         }
     }
 
@@ -246,7 +273,8 @@ impl Route {
 
 impl ProviderKind {
     /// The provider names, as messages list them.
-    pub const NAMES: &'static str = "openai, openrouter, anthropic, litellm, sim";
+    pub const NAMES: &'static str =
+        "openai, openrouter, anthropic, litellm, llamacpp, ollama, vllm, sim";
 
     /// The kind named `s` in a config.
     pub fn parse(s: &str) -> Option<Self> {
@@ -256,6 +284,9 @@ impl ProviderKind {
             "anthropic" => Some(ProviderKind::Anthropic),
             "litellm" => Some(ProviderKind::LiteLlm),
             "sim" => Some(ProviderKind::Sim),
+            "llamacpp" => Some(ProviderKind::LlamaCpp),
+            "ollama" => Some(ProviderKind::Ollama),
+            "vllm" => Some(ProviderKind::Vllm),
             _ => None,
         }
     }
@@ -268,7 +299,19 @@ impl ProviderKind {
             ProviderKind::Anthropic => "anthropic",
             ProviderKind::LiteLlm => "litellm",
             ProviderKind::Sim => "sim",
+            ProviderKind::LlamaCpp => "llamacpp",
+            ProviderKind::Ollama => "ollama",
+            ProviderKind::Vllm => "vllm",
         }
+    }
+
+    /// A server the user runs (DESIGN.md §15): OpenAI wire, no key needed on loopback,
+    /// slots and window read from the server, a bounded findings schema.
+    pub fn is_local(self) -> bool {
+        matches!(
+            self,
+            ProviderKind::LlamaCpp | ProviderKind::Ollama | ProviderKind::Vllm
+        )
     }
 
     /// The conventional key variable, used when a route names none.
@@ -278,6 +321,10 @@ impl ProviderKind {
             ProviderKind::OpenRouter => Some("OPENROUTER_API_KEY"),
             ProviderKind::Anthropic => Some("ANTHROPIC_API_KEY"),
             ProviderKind::LiteLlm => Some("LITELLM_API_KEY"),
+            // What each server itself reads for `--api-key`, when it is not on loopback.
+            ProviderKind::LlamaCpp => Some("LLAMA_API_KEY"),
+            ProviderKind::Ollama => Some("OLLAMA_API_KEY"),
+            ProviderKind::Vllm => Some("VLLM_API_KEY"),
             ProviderKind::Sim => None,
         }
     }

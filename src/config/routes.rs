@@ -114,6 +114,17 @@ fn resolve_route(r: &RawRoute, ctx: &Ctx, default_cap: usize) -> Result<Route, E
         }
     };
     super::route_wire::resolve(r, ctx, &mut route)?;
+    if provider.is_local() {
+        // DESIGN.md §15: what the config leaves open, the server says.
+        route.from_server = FromServer {
+            slots: r.max_concurrency.is_none(),
+            window: r.context_window.is_none(),
+            max_tokens: r.max_tokens.is_none(),
+        };
+        if r.max_tokens.is_none() {
+            route.max_tokens = LOCAL_MAX_TOKENS;
+        }
+    }
     Ok(route)
 }
 
@@ -257,6 +268,9 @@ fn example_model(provider: ProviderKind) -> &'static str {
         ProviderKind::OpenRouter => "moonshotai/kimi-k2.6",
         ProviderKind::Anthropic | ProviderKind::Sim => "claude-sonnet-4-5",
         ProviderKind::LiteLlm => "claude-sonnet",
+        ProviderKind::LlamaCpp => "local",
+        ProviderKind::Ollama => "qwen2.5-coder:7b",
+        ProviderKind::Vllm => "Qwen/Qwen2.5-Coder-7B-Instruct",
     }
 }
 

@@ -103,6 +103,11 @@ pub(super) async fn life(
             };
             return u.reviewed(sh, &record.route, ex);
         }
+        // Section 14: a refused parameter was fixed for the route (section 15: or the
+        // route stopped offering tools); send again at once.
+        if super::resend::again(&mut u, &record) {
+            continue;
+        }
         // Section 14: a cut (or an object that did not end) keeps its findings; a cut is
         // retried once with twice the output cap.
         if record.outcome == Outcome::BadResponse && (cut || extracted.is_some()) {
@@ -125,10 +130,6 @@ pub(super) async fn life(
                 return u.finish(sh, stop);
             }
             back_off(sh, &u, &record).await;
-            continue;
-        }
-        // Section 14: a refused parameter was fixed for the route; send again at once.
-        if super::resend::again(&mut u, &record) {
             continue;
         }
         // Section 14: a prompt too long for the model is split, or goes to another route.

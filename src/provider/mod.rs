@@ -12,6 +12,7 @@ pub mod conversation;
 mod conversation_tests;
 mod http;
 mod litellm;
+pub mod local;
 mod openai;
 mod param_fix;
 pub mod ratelimit;
@@ -22,6 +23,7 @@ mod sim_load;
 mod sim_tools;
 pub mod sse;
 pub(crate) mod tls;
+mod tools_off;
 
 pub use attempt::{AttemptRecord, Correction, Outcome, Stage, Usage};
 pub use conversation::{
@@ -166,6 +168,8 @@ pub struct HttpProvider {
     rate_limit_warned: std::sync::atomic::AtomicBool,
     /// Parameters this route dropped or renamed after a 400 named them (this run).
     fixes: std::sync::Mutex<param_fix::Adjustments>,
+    /// Set once its model showed it does not call tools (DESIGN.md §15).
+    tools_off: tools_off::ToolsOff,
 }
 
 impl std::fmt::Debug for HttpProvider {
@@ -209,6 +213,7 @@ impl HttpProvider {
             caps: ResponseCaps::default(),
             rate_limit_warned: Default::default(),
             fixes: Default::default(),
+            tools_off: Default::default(),
         })
     }
 
@@ -268,6 +273,9 @@ impl HttpProvider {
     }
 
     async fn run(&self, req: &AttemptRequest) -> Attempt {
+        let sent = self.tools_off.request(req);
+        let req = sent.as_ref();
+        let offered = tools_off::offered(req);
         let mut decoder: Box<dyn http::Decoder> = if self.route.provider == ProviderKind::Anthropic
         {
             Box::<anthropic::AnthropicDecoder>::default()
@@ -309,7 +317,16 @@ impl HttpProvider {
         }
         record.first_content = ex.first_content;
         let mut result = ex.result;
-        if ex.status == Some(400)
+        if offered
+            && let Err(f) = &mut result
+            && matches!(ex.status, Some(400 | 422 | 500 | 501))
+            && tools_off::refused_in(&ex.error_body)
+        {
+            let w = self
+                .tools_off
+                .switch(&self.route.name, "the server takes no tools");
+            self.single_shot_now(&mut record, f, w);
+        } else if ex.status == Some(400)
             && let Err(f) = &mut result
         {
             let (correction, warning) = self.correct(&body, &ex.error_body, f);
@@ -322,8 +339,10 @@ impl HttpProvider {
             }
         }
         let mut turn = answered::Answered::default();
+        let mut text_only = false;
         let result = match result {
             Ok(answer) => {
+                text_only = answer.calls.is_empty();
                 record.model_answered = answer.model.clone();
                 record.usage = answer.usage;
                 if answer.request_id.is_some() {
@@ -337,7 +356,43 @@ impl HttpProvider {
             }
             Err(f) => Err(f),
         };
+        let mut result = result;
+        // A text answer with no findings object to a request that offered tools: the
+        // model does not call tools (it would ramble on every turn).
+        if offered
+            && text_only
+            && let Err(f) = &mut result
+            && f.outcome == Outcome::BadResponse
+        {
+            let w = self.tools_off.switch(
+                &self.route.name,
+                "the model answered a request with tools in text, without calling one",
+            );
+            self.single_shot_now(&mut record, f, w);
+            turn = answered::Answered::default();
+        }
         turn.into_attempt(finish(record, result, self.key.as_ref()))
+    }
+
+    /// The attempt is re-sent at once as the single-shot review (DESIGN.md §15): no
+    /// attempt used, no breaker verdict, the warning once.
+    fn single_shot_now(
+        &self,
+        record: &mut AttemptRecord,
+        f: &mut Failure,
+        warning: Option<String>,
+    ) {
+        record.correction = Some(Correction::Adjusted);
+        f.reason = format!(
+            "{}; re-sent single-shot: the route does not offer tools",
+            f.reason
+        );
+        if let Some(w) = warning {
+            record.warning = Some(match record.warning.take() {
+                Some(prev) => format!("{prev}; {w}"),
+                None => w,
+            });
+        }
     }
 }
 

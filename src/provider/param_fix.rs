@@ -43,8 +43,14 @@ pub(crate) fn diagnose(sent: &Value, anthropic: bool, error_body: &[u8]) -> Opti
         .and_then(Value::as_str)
         .or_else(|| e.as_str())
         .unwrap_or("");
-    let code = e.get("code").and_then(Value::as_str).unwrap_or("");
+    let code = e
+        .get("code")
+        .and_then(Value::as_str)
+        .or_else(|| e.get("type").and_then(Value::as_str))
+        .unwrap_or("");
     if let Some(window) = context_length(message, code) {
+        // llama.cpp names its window in a field too (`n_ctx`).
+        let window = window.or_else(|| e.get("n_ctx").and_then(Value::as_u64));
         return Some(Diagnosis::ContextLength { window });
     }
     let sent = sent.as_object()?;
@@ -118,7 +124,11 @@ fn rename_of(param: &str, message: &str) -> Option<String> {
 /// `ContextWindowExceededError`.
 fn context_length(message: &str, code: &str) -> Option<Option<u64>> {
     let m = message.to_ascii_lowercase();
+    // llama.cpp: 400 `exceed_context_size_error`, "request (5010 tokens) exceeds the
+    // available context size (4096 tokens)": a window, not a refused parameter.
     let hit = code == "context_length_exceeded"
+        || code == "exceed_context_size_error"
+        || m.contains("available context size")
         || m.contains("context_length_exceeded")
         || m.contains("maximum context length")
         || m.contains("prompt is too long")
@@ -136,11 +146,13 @@ fn context_length(message: &str, code: &str) -> Option<Option<u64>> {
             .collect();
         digits.parse::<u64>().ok()
     };
-    let window = number_after("maximum context length is").or_else(|| {
-        // "N tokens > M maximum": the number before "maximum".
-        let before = &m[..m.find(" maximum")?];
-        before.rsplit('>').next()?.trim().parse().ok()
-    });
+    let window = number_after("maximum context length is")
+        .or_else(|| number_after("available context size ("))
+        .or_else(|| {
+            // "N tokens > M maximum": the number before "maximum".
+            let before = &m[..m.find(" maximum")?];
+            before.rsplit('>').next()?.trim().parse().ok()
+        });
     Some(window)
 }
 
@@ -335,6 +347,15 @@ mod tests {
         assert_eq!(
             w("litellm.ContextWindowExceededError: too long", ""),
             Some(Diagnosis::ContextLength { window: None })
+        );
+        // llama.cpp's own 400, as the real server sends it (with response_format sent:
+        // it must not read as a refusal of that parameter).
+        let llama = json!({"error": {"code": 400, "message": "request (5010 tokens) exceeds the available context size (4096 tokens), try increasing it", "type": "exceed_context_size_error", "n_prompt_tokens": 5010, "n_ctx": 4096}});
+        let mut sent = body();
+        sent["response_format"] = json!({"type": "json_object"});
+        assert_eq!(
+            d(&sent, false, llama),
+            Some(Diagnosis::ContextLength { window: Some(4096) })
         );
     }
 

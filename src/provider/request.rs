@@ -92,9 +92,15 @@ pub(crate) fn build(route: &Route, req: &AttemptRequest, fixes: &Adjustments) ->
     if !anthropic_wire {
         openai_family(route, &mut body);
         if structured {
+            // A local server turns the schema into a grammar: its bounds end the answer.
+            let schema = if route.provider.is_local() {
+                crate::findings_schema::bounded()
+            } else {
+                crate::findings_schema::schema()
+            };
             body["response_format"] = json!({"type": "json_schema", "json_schema": {
                 "name": crate::findings_schema::NAME, "strict": true,
-                "schema": crate::findings_schema::schema()}});
+                "schema": schema}});
         }
     }
     if let Some(o) = body.as_object_mut() {

@@ -158,6 +158,9 @@ pub fn default_base_url(kind: ProviderKind) -> &'static str {
         // LiteLLM's proxy listens on port 4000 by default.
         ProviderKind::LiteLlm => "http://127.0.0.1:4000/v1",
         ProviderKind::Sim => "sim://",
+        ProviderKind::LlamaCpp => "http://127.0.0.1:8080/v1",
+        ProviderKind::Ollama => "http://127.0.0.1:11434/v1",
+        ProviderKind::Vllm => "http://127.0.0.1:8000/v1",
     }
 }
 

@@ -35,6 +35,8 @@ mod hostile_provider;
 mod install_script;
 mod invariant;
 mod layers;
+mod local_models;
+mod local_presets;
 mod many_routes;
 mod newcomer;
 mod output_links;

@@ -47,6 +47,7 @@ pub fn route(name: &str, kind: ProviderKind, model: &str, base: &str, stream: bo
         params: Default::default(),
         structured_output: Default::default(),
         context_window: None,
+        from_server: Default::default(),
     }
 }
 

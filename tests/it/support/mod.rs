@@ -8,6 +8,7 @@ pub mod fake_context;
 pub mod fake_provider;
 pub use fake_provider::{fake_models, fake_tools};
 pub mod litellm;
+pub mod llama;
 pub mod oracle;
 pub mod otlp_receiver;
 pub mod patch;
