@@ -135,11 +135,13 @@ pub(crate) fn error_in_answer(error: &Value, reason: String, before_content: boo
         _ => String::new(),
     };
     let words = [word("type"), word("code")];
-    // A gateway streams an upstream's bad key inside its 200 (`{"code": 401}`): the
-    // key is the problem, not an outage.
-    if words
-        .iter()
-        .any(|w| w == "401" || w == "403" || w.starts_with("authentication") || w == "auth_error")
+    // A gateway streams an upstream's bad key inside its 200 (`{"code": 401}`), before
+    // any content: the key is the problem, not an outage. (After content the model
+    // worked: a failure there stays one, as below.)
+    if before_content
+        && words.iter().any(|w| {
+            w == "401" || w == "403" || w.starts_with("authentication") || w == "auth_error"
+        })
     {
         return Failure::new(Outcome::Auth, reason);
     }
