@@ -249,6 +249,16 @@ pub enum Event {
         /// When, from the pass's start.
         at: Duration,
     },
+    /// A unit's loop starts running the tool calls of an answered turn (DESIGN.md §15:
+    /// progress says "running tools" until its next attempt starts or it ends).
+    ToolsRunning {
+        /// The unit's index.
+        unit: usize,
+        /// The turn whose answer made the calls (1-based).
+        turn: u32,
+        /// Calls in that answer.
+        calls: usize,
+    },
     /// A tool call of a unit's loop was answered (DESIGN.md §14).
     ToolCalled {
         /// The unit's index.

@@ -17,7 +17,7 @@ use crate::config::ToolBounds;
 use crate::provider::{
     Conversation, SUBMIT_FINDINGS, ToolCall, ToolChoice, ToolResult, ToolSpec, Turn,
 };
-use crate::tools::{LoopPlan, Tool, ToolAnswer, Toolbox};
+use crate::tools::{Halt, LoopPlan, Tool, ToolAnswer, Toolbox};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -172,14 +172,16 @@ impl LoopState {
 
     /// After an answered turn of calls: answers each call (from memory when it repeats
     /// one), adds the turn and its results to the transcript. A model that calls tools on
-    /// its final turn has not answered: the loop ends, cut, never clean.
+    /// its final turn has not answered: the loop ends, cut, never clean. Every call runs
+    /// under the unit's deadline (`until`) and the review's cancel, checked before each
+    /// call and while it runs (DESIGN.md §15).
     pub(super) async fn answer(
         &mut self,
         sh: &Shared<'_>,
         unit: usize,
         toolbox: &Arc<Toolbox>,
-        text: String,
-        calls: Vec<ToolCall>,
+        (text, calls): (String, Vec<ToolCall>),
+        until: Instant,
     ) -> Result<(), Stop> {
         if calls.is_empty() {
             return Err(self.cut("the answer held neither findings nor tool calls"));
@@ -189,9 +191,20 @@ impl LoopState {
                 self.cut("the model called tools on its final turn instead of submitting findings")
             );
         }
+        sh.sink.emit(Event::ToolsRunning {
+            unit,
+            turn: self.figures.turns_used,
+            calls: calls.len(),
+        });
         let mut results = Vec::with_capacity(calls.len());
         for call in &calls {
-            let answer = self.one_call(sh, unit, toolbox, call).await;
+            if let Some(halted) = Halted::now(sh, until) {
+                return Err(halted.stop(&call.name));
+            }
+            let answer = self
+                .one_call(sh, unit, toolbox, call, until)
+                .await
+                .map_err(|h| h.stop(&call.name))?;
             self.chars += answer.content.chars().count() + call.arguments.chars().count();
             results.push(ToolResult {
                 call_id: call.id.clone(),
@@ -206,14 +219,16 @@ impl LoopState {
         Ok(())
     }
 
-    /// Answers one call within the caps, and says so on the event stream.
+    /// Answers one call within the caps, and says so on the event stream; Err when the
+    /// unit's deadline or the review's cancel came first.
     async fn one_call(
         &mut self,
         sh: &Shared<'_>,
         unit: usize,
         toolbox: &Arc<Toolbox>,
         call: &ToolCall,
-    ) -> ToolAnswer {
+        until: Instant,
+    ) -> Result<ToolAnswer, Halted> {
         let started = Instant::now();
         let key = (call.name.clone(), canonical(&call.arguments));
         let over_calls = self.figures.tool_calls >= self.bounds.max_tool_calls;
@@ -255,7 +270,7 @@ impl LoopState {
                 self.bounds.unit_bytes
             ))
         } else {
-            let answer = run_tool(toolbox, call).await;
+            let answer = run_tool(sh, toolbox, call, until).await?;
             self.figures.calls.push(CallLog {
                 tool: call.name.clone(),
                 arguments: call.arguments.clone(),
@@ -275,7 +290,7 @@ impl LoopState {
             repeat: repeated,
             duration: started.elapsed(),
         });
-        answer
+        Ok(answer)
     }
 
     /// The answer, cut so the unit's results stay within `toolBytesPerUnit`.
@@ -365,15 +380,16 @@ pub(super) fn start(sh: &Shared, work: &UnitInfo) -> Option<LoopState> {
 /// After an `ok` turn without findings: its calls are answered and the next turn
 /// follows. The next attempt is a new turn, not a retry: `maxAttempts` counts again.
 pub(super) async fn next_turn(sh: &Shared<'_>, u: &mut UnitRun<'_>) -> Result<(), Stop> {
-    let (text, calls) = u.answered.take().unwrap_or_default();
+    let answered = u.answered.take().unwrap_or_default();
     let unit = u.index();
+    let until = u.wait_until(sh.review_deadline);
     let (Some(l), Some(tb)) = (u.looping.as_mut(), sh.engine.toolbox.as_ref()) else {
         return Err(Stop::new(
             UnitStatus::Failed,
             "the model answered with tool calls and no findings, and this unit has no tool loop",
         ));
     };
-    l.answer(sh, unit, tb, text, calls).await?;
+    l.answer(sh, unit, tb, answered, until).await?;
     u.turn_from = u.result.attempts.len();
     u.last = None;
     Ok(())
@@ -393,14 +409,82 @@ fn specs(tools: &[Tool]) -> Vec<ToolSpec> {
         .collect()
 }
 
-/// Runs the tool off the async workers (a grep reads files); a tool that panicked is an
-/// error answer, not a crash.
-async fn run_tool(toolbox: &Arc<Toolbox>, call: &ToolCall) -> ToolAnswer {
+/// Runs the tool off the async workers (a grep reads files) under the unit's deadline and
+/// the review's cancel: whichever comes first raises the call's [`Halt`], so the thread
+/// stops at its next file, and the unit goes on without waiting for it. A tool that
+/// panicked is an error answer, not a crash.
+async fn run_tool(
+    sh: &Shared<'_>,
+    toolbox: &Arc<Toolbox>,
+    call: &ToolCall,
+    until: Instant,
+) -> Result<ToolAnswer, Halted> {
     let tb = toolbox.clone();
     let (name, args) = (call.name.clone(), call.arguments.clone());
-    match tokio::task::spawn_blocking(move || tb.call(&name, &args)).await {
-        Ok(answer) => answer,
-        Err(_) => refusal("the tool failed inside warden; try another call".into()),
+    let halt = Halt::new();
+    let h = halt.clone();
+    let task = tokio::task::spawn_blocking(move || tb.call_within(&name, &args, &h));
+    let done = tokio::select! {
+        biased;
+        _ = sh.cancel.cancelled() => None,
+        _ = tokio::time::sleep_until(until) => None,
+        done = task => Some(done),
+    };
+    match done {
+        Some(Ok(answer)) => Ok(answer),
+        Some(Err(_)) => Ok(refusal(
+            "the tool failed inside warden; try another call".into(),
+        )),
+        None => {
+            halt.raise();
+            Err(Halted::now(sh, until).unwrap_or(Halted::Deadline))
+        }
+    }
+}
+
+/// What stopped a unit's tool work.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Halted {
+    /// The unit's hunk deadline passed.
+    Deadline,
+    /// The review budget ran out.
+    Budget,
+    /// A signal interrupted the run.
+    Interrupted,
+}
+
+impl Halted {
+    /// What stops the unit's tools now, if anything.
+    fn now(sh: &Shared, until: Instant) -> Option<Halted> {
+        if sh.interrupted.is_cancelled() {
+            Some(Halted::Interrupted)
+        } else if sh.budget_spent(Instant::now()) {
+            Some(Halted::Budget)
+        } else if Instant::now() >= until {
+            Some(Halted::Deadline)
+        } else {
+            None
+        }
+    }
+
+    /// The unit's end: tool time is said as tool time (DESIGN.md §15), never as time
+    /// "during an attempt".
+    fn stop(self, tool: &str) -> Stop {
+        let tool = crate::text::escape::inline(&tool.chars().take(64).collect::<String>());
+        match self {
+            Halted::Deadline => Stop::new(
+                UnitStatus::TimedOut,
+                format!("the hunk budget ran out running tools (`{tool}`)"),
+            ),
+            Halted::Budget => Stop::new(
+                UnitStatus::Cancelled,
+                format!("the review budget ran out running tools (`{tool}`)"),
+            ),
+            Halted::Interrupted => Stop::new(
+                UnitStatus::Cancelled,
+                format!("interrupted running tools (`{tool}`)"),
+            ),
+        }
     }
 }
 

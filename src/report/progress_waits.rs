@@ -30,6 +30,8 @@ pub(super) struct Waits {
     finished: BTreeSet<usize>,
     /// Unit → (route, when its attempt started).
     in_flight: BTreeMap<usize, (String, Instant)>,
+    /// Units running the tool calls of a turn, and since when (DESIGN.md §15).
+    tools: BTreeMap<usize, Instant>,
     routes: BTreeMap<String, RouteWait>,
 }
 
@@ -55,7 +57,11 @@ impl Waits {
                 self.queued.insert(*unit);
             }
             Event::AttemptStarted { unit, route, .. } => {
+                self.tools.remove(unit);
                 self.in_flight.insert(*unit, (route.clone(), now));
+            }
+            Event::ToolsRunning { unit, .. } => {
+                self.tools.insert(*unit, now);
             }
             Event::AttemptFinished { unit, record, .. } => {
                 self.in_flight.remove(unit);
@@ -70,6 +76,7 @@ impl Waits {
             }
             Event::UnitFinished { unit, .. } => {
                 self.in_flight.remove(unit);
+                self.tools.remove(unit);
                 self.finished.insert(*unit);
             }
             Event::Breaker {
@@ -93,11 +100,15 @@ impl Waits {
         }
     }
 
-    /// Units queued in this pass that are neither finished nor in flight.
+    /// Units queued in this pass that are neither finished, in flight nor running tools.
     fn waiting(&self) -> usize {
         self.queued
             .iter()
-            .filter(|u| !self.finished.contains(u) && !self.in_flight.contains_key(u))
+            .filter(|u| {
+                !self.finished.contains(u)
+                    && !self.in_flight.contains_key(u)
+                    && !self.tools.contains_key(u)
+            })
             .count()
     }
 
@@ -122,6 +133,19 @@ impl Waits {
             parts.push(Said {
                 text: format!("{units}: {}", join(&why, |s| &s.text)),
                 key: format!("{units}: {}", join(&why, |s| &s.key)),
+            });
+        }
+        if let Some(since) = self.tools.values().min() {
+            let n = self.tools.len();
+            let units = format!("{n} unit{} running tools", if n == 1 { "" } else { "s" });
+            let long = now.saturating_duration_since(*since);
+            parts.push(Said {
+                text: if long >= SLOW_ATTEMPT {
+                    format!("{units}, the longest for {}", secs(long))
+                } else {
+                    units.clone()
+                },
+                key: units,
             });
         }
         if let Some((route, started)) = self
@@ -302,5 +326,31 @@ mod tests {
             said.text,
             "1 attempt in flight, the oldest on `primary` for 45s without an answer"
         );
+    }
+
+    #[test]
+    fn units_running_tools_say_so_and_are_not_counted_as_waiting() {
+        let t0 = Instant::now();
+        let mut w = Waits::default();
+        started(&mut w, t0, 2);
+        let tools = Event::ToolsRunning {
+            unit: 0,
+            turn: 1,
+            calls: 2,
+        };
+        w.apply(&tools, t0);
+        let said = w.said(t0 + Duration::from_secs(1)).unwrap();
+        assert_eq!(
+            said.text,
+            "1 unit wait: a free permit; 1 unit running tools"
+        );
+        let long = w.said(t0 + Duration::from_secs(12)).unwrap();
+        assert_eq!(long.key, said.key, "the same wait, a longer clock");
+        assert!(
+            long.text.ends_with("running tools, the longest for 12s"),
+            "{}",
+            long.text
+        );
+        assert!(!long.text.contains("attempt"), "{}", long.text);
     }
 }

@@ -271,7 +271,7 @@ impl Layout {
                 *unit as u64 + 1,
                 json!({"tool": tool, "turn": turn, "bytes": bytes, "error": error, "repeat": repeat}),
             )),
-            Event::Tick { .. } => {}
+            Event::Tick { .. } | Event::ToolsRunning { .. } => {}
         }
     }
 

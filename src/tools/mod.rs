@@ -23,6 +23,31 @@ use serde_json::{Value, json};
 use source::TreeSource;
 use std::path::Path;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Tells a call in flight to stop (DESIGN.md §15: a tool call is work of its unit). The
+/// engine runs each call on a blocking thread and, when the unit's deadline passes or the
+/// review is cancelled first, raises it: a walk or a search checks it before each file and
+/// stops, so no tool thread outlives its unit by more than one file's work.
+#[derive(Debug, Clone, Default)]
+pub struct Halt(Arc<AtomicBool>);
+
+impl Halt {
+    /// A halt not raised.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Stops the call (and any later check of this halt).
+    pub fn raise(&self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+
+    /// Whether the call must stop now.
+    pub fn raised(&self) -> bool {
+        self.0.load(Ordering::SeqCst)
+    }
+}
 
 /// Files bigger than this are neither read nor searched (a 10 MB file is refused with
 /// its size, not loaded).
@@ -257,6 +282,12 @@ impl Toolbox {
     /// Answers one call. `arguments` is the model's JSON text. Never panics on what the
     /// model sent; a refusal is an error answer.
     pub fn call(&self, name: &str, arguments: &str) -> ToolAnswer {
+        self.call_within(name, arguments, &Halt::new())
+    }
+
+    /// [`Toolbox::call`], stopping early once `halt` is raised (the result then says it
+    /// was cut; the engine does not give it to the model).
+    pub fn call_within(&self, name: &str, arguments: &str, halt: &Halt) -> ToolAnswer {
         let Some(tool) = Tool::from_name(name) else {
             return ToolAnswer::error(format!(
                 "there is no tool `{}`: the tools are read_file, grep, list_files and submit_findings",
@@ -276,8 +307,8 @@ impl Toolbox {
         };
         let answer = match tool {
             Tool::ReadFile => read::read_file(self, &args),
-            Tool::Grep => search::grep(self, &args),
-            Tool::ListFiles => search::list_files(self, &args),
+            Tool::Grep => search::grep(self, &args, halt),
+            Tool::ListFiles => search::list_files(self, &args, halt),
         };
         match answer {
             Ok(text) => ToolAnswer::ok((self.redact)(&text)),

@@ -4,7 +4,7 @@
 //! cut a result is named in it.
 
 use super::read::long_line;
-use super::{MAX_FILE_BYTES, Toolbox, cut, fenced, guard, is_binary, string_arg};
+use super::{Halt, MAX_FILE_BYTES, Toolbox, cut, fenced, guard, is_binary, string_arg};
 use crate::path_rules::{PathRules, Verdict};
 use crate::text::escape;
 use serde_json::{Map, Value};
@@ -28,7 +28,10 @@ const MATCH_CHARS: usize = 300;
 /// Room kept in a result for its header and fence lines.
 const FRAME_BYTES: usize = 512;
 
-pub(super) fn grep(tb: &Toolbox, args: &Map<String, Value>) -> Result<String, String> {
+/// Said in a result the unit's clocks cut (the engine does not give it to the model).
+const HALTED: &str = "stopped: the unit's time ran out";
+
+pub(super) fn grep(tb: &Toolbox, args: &Map<String, Value>, halt: &Halt) -> Result<String, String> {
     let pattern = string_arg(args, "pattern", true)?.unwrap_or_default();
     if pattern.is_empty() {
         return Err("`pattern` is empty: give a regular expression".into());
@@ -55,6 +58,10 @@ pub(super) fn grep(tb: &Toolbox, args: &Map<String, Value>) -> Result<String, St
     let (mut matches, mut files_hit, mut files, mut scanned) = (0usize, 0usize, 0usize, 0u64);
     let mut cut_by: Option<String> = None;
     let walk_cut = tb.source.walk(MAX_WALK, &mut |path| {
+        if halt.raised() {
+            cut_by = Some(HALTED.into());
+            return false;
+        }
         if !wanted(tb, filter.as_ref(), path) {
             return true;
         }
@@ -112,13 +119,21 @@ pub(super) fn grep(tb: &Toolbox, args: &Map<String, Value>) -> Result<String, St
     Ok(fenced(&header, &body))
 }
 
-pub(super) fn list_files(tb: &Toolbox, args: &Map<String, Value>) -> Result<String, String> {
+pub(super) fn list_files(
+    tb: &Toolbox,
+    args: &Map<String, Value>,
+    halt: &Halt,
+) -> Result<String, String> {
     let filter = glob_arg(args, "glob", true)?;
     let budget = tb.call_bytes.saturating_sub(FRAME_BYTES);
     let mut body = String::new();
     let mut listed = 0usize;
     let mut cut_by: Option<String> = None;
     let walk_cut = tb.source.walk(MAX_WALK, &mut |path| {
+        if halt.raised() {
+            cut_by = Some(HALTED.into());
+            return false;
+        }
         if !wanted(tb, filter.as_ref(), path) {
             return true;
         }

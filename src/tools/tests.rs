@@ -372,3 +372,53 @@ fn skill_tool_names_map_to_warden_tools_and_the_rest_are_not_tools() {
         );
     }
 }
+
+#[cfg(unix)]
+#[test]
+fn a_named_pipe_in_the_tree_is_refused_by_name_and_never_hangs_a_read_or_a_grep() {
+    let f = fixture();
+    let pipe = f.root.join("src/pipe.rs");
+    let c = std::ffi::CString::new(pipe.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: a NUL-terminated path and a mode; mkfifo touches nothing else.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+    // No writer ever opens it: a blocking open would hang here.
+    let tb = work(&f);
+    let a = tb.call("read_file", r#"{"path": "src/pipe.rs"}"#);
+    assert!(a.is_error, "{}", a.content);
+    assert!(
+        a.content.contains("src/pipe.rs") && a.content.contains("named pipe"),
+        "{}",
+        a.content
+    );
+    let g = tb.call("grep", r#"{"pattern": "parse_header"}"#);
+    assert!(!g.is_error, "{}", g.content);
+    assert!(g.content.contains("src/lib.rs:1:"), "{}", g.content);
+}
+
+#[test]
+fn a_raised_halt_stops_a_grep_and_a_listing_before_their_next_file() {
+    let f = fixture();
+    let tb = work(&f);
+    let halt = Halt::new();
+    halt.raise();
+    let g = tb.call_within("grep", r#"{"pattern": "parse_header"}"#, &halt);
+    assert!(
+        g.content.contains("0 matching lines in 0 files"),
+        "{}",
+        g.content
+    );
+    assert!(
+        g.content.contains("the unit's time ran out"),
+        "{}",
+        g.content
+    );
+    let l = tb.call_within("list_files", r#"{"glob": "**"}"#, &halt);
+    assert!(
+        l.content.contains("the unit's time ran out"),
+        "{}",
+        l.content
+    );
+    // Not raised: the same calls find what is there.
+    let g = tb.call_within("grep", r#"{"pattern": "parse_header"}"#, &Halt::new());
+    assert!(g.content.contains("src/lib.rs:1:"), "{}", g.content);
+}

@@ -393,3 +393,104 @@ async fn depth_is_shed_before_coverage_when_the_budget_cannot_cover_every_unit()
     );
     assert_eq!(b.calls(), 80);
 }
+
+/// A tree of `files` files of `kib` KiB each, lines a grep must read to the end.
+fn big_tree(files: usize, kib: usize) -> tempfile::TempDir {
+    let dir = tree();
+    let line = "let value = compute(alpha, beta, gamma); // padding padding padding\n";
+    let body = line.repeat(kib * 1024 / line.len());
+    for i in 0..files {
+        std::fs::write(dir.path().join(format!("src/big{i}.rs")), &body).unwrap();
+    }
+    dir
+}
+
+/// DESIGN.md §15: tool calls are work of their unit. A model asking for grep after grep
+/// over a 16 MB tree (each call a different pattern, none answered from memory) with a
+/// 2 s hunk budget: the unit ends at its deadline, cut while running tools (said so,
+/// never "during an attempt"), with far fewer calls made than asked for; the call in
+/// flight at the deadline is not waited for.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn greps_over_a_large_tree_stop_at_the_unit_s_deadline_and_say_they_were_running_tools() {
+    let dir = big_tree(64, 256);
+    let a = Agent::new("a", |n, _| {
+        let greps = (0..8)
+            .map(|i| {
+                let pattern = format!("never_{n}_{i}|gamma\\) // nothing{n}{i}");
+                (
+                    "grep",
+                    serde_json::json!({ "pattern": pattern }).to_string(),
+                )
+            })
+            .collect();
+        Move::Call(Duration::from_millis(1), greps)
+    });
+    let mut e = exec();
+    e.review_budget = S(30);
+    e.hunk_budget = S(2);
+    e.request_timeout = Duration::from_millis(200);
+    e.tool_bounds.max_tool_calls = 10_000;
+    e.tool_bounds.unit_bytes = 64 << 20;
+    let started = std::time::Instant::now();
+    let (r, events) = run(vec![(a.clone(), 1)], e, looping(1, 100), dir.path()).await;
+    let took = started.elapsed();
+    let u = &r.units[0];
+    assert_eq!(u.status, UnitStatus::TimedOut, "{}", u.reason);
+    assert!(
+        u.reason
+            .contains("the hunk budget ran out running tools (`grep`)"),
+        "{}",
+        u.reason
+    );
+    assert!(!u.reason.contains("during an attempt"), "{}", u.reason);
+    // Asked for 8 per turn for ever; the deadline cut it within a few calls.
+    let asked = 8 * a.calls();
+    let answered = events
+        .iter()
+        .filter(|e| matches!(e, Event::ToolCalled { .. }))
+        .count();
+    assert!(answered < asked, "{answered} of {asked}");
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(e, Event::ToolsRunning { unit: 0, .. })),
+        "progress hears that tools run"
+    );
+    // DESIGN.md §13: within the budget + 1 s (here the unit's own 2 s budget).
+    assert!(took < S(3), "{took:?}");
+}
+
+/// DESIGN.md §15: a review cancelled (its budget, or a signal) while a unit runs tools
+/// ends that unit at once, `cancelled`, saying it was running tools.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancel_while_tools_run_ends_the_unit_saying_so() {
+    let dir = big_tree(64, 256);
+    let a = Agent::new("a", |n, _| {
+        let pattern = format!("never_{n}|gamma\\) // nothing{n}");
+        Move::Call(
+            Duration::from_millis(1),
+            vec![
+                (
+                    "grep",
+                    serde_json::json!({ "pattern": pattern }).to_string()
+                );
+                1
+            ],
+        )
+    });
+    let mut e = exec();
+    e.request_timeout = Duration::from_millis(200);
+    e.tool_bounds.max_tool_calls = 10_000;
+    e.tool_bounds.unit_bytes = 64 << 20;
+    let (r, _) = run_until(
+        vec![(a.clone(), 1)],
+        e,
+        looping(1, 100),
+        dir.path(),
+        Some(Duration::from_millis(700)),
+    )
+    .await;
+    let u = &r.units[0];
+    assert_eq!(u.status, UnitStatus::Cancelled, "{}", u.reason);
+    assert!(u.reason.contains("running tools (`grep`)"), "{}", u.reason);
+}

@@ -175,3 +175,56 @@ fn a_single_shot_answer_is_not_replayed_for_a_loop_nor_a_loop_s_for_other_bounds
     let (_, v, _, asked) = s.json(&[]);
     assert_eq!(asked, 4, "{v}");
 }
+
+/// A named pipe at `path` (no writer ever opens it).
+fn mkfifo(path: &std::path::Path) {
+    let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: a NUL-terminated path and a mode; mkfifo touches nothing else.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+}
+
+/// DESIGN.md §15: a named pipe in the reviewed tree (a local review reads the working
+/// tree) is refused before it is opened: the model asked to read it and is told, by its
+/// name, that it is not a regular file; the review goes on and ends well inside its budget
+/// (a blocking open would wait for a writer that never comes).
+#[test]
+fn a_named_pipe_the_model_asks_to_read_is_refused_by_name_and_the_review_ends_in_budget() {
+    use crate::support::fake_tools::call;
+    let s = Setup::with_repo(repo_with_grown_files(1, "f", 40));
+    mkfifo(&s.repo.path().join("src/pipe.rs"));
+    s.fake.script(
+        "primary",
+        vec![
+            Behavior::ToolCalls(vec![call(
+                "read_file",
+                serde_json::json!({"path": "src/pipe.rs", "start_line": null, "end_line": null}),
+            )]),
+            Behavior::Agent,
+        ],
+    );
+    let out = s
+        .cmd(&["--json"])
+        .timeout(std::time::Duration::from_secs(40))
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+    let u = &v["units"][0];
+    assert_eq!(u["status"], "reviewed", "{v}");
+    assert!(
+        v["durationMs"].as_u64().unwrap() < v["budgetMs"].as_u64().unwrap(),
+        "{v}"
+    );
+    let sent = s.fake.requests_for("primary");
+    let told = sent[1].body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "tool")
+        .map(|m| m["content"].as_str().unwrap().to_string())
+        .unwrap_or_else(|| panic!("no tool result in {}", sent[1].body));
+    assert!(
+        told.contains("src/pipe.rs") && told.contains("named pipe (FIFO), not a regular file"),
+        "{told}"
+    );
+}
