@@ -1,5 +1,6 @@
 //! The module graph is layered (ARCHITECTURE.md, "Layers"): `scripts/check-layers` passes
-//! on the crate as it is, and fails, naming the file, on an upward import or a loop.
+//! on the crate as it is, and fails, naming the file, on an upward import or a loop, and
+//! when the circles between the files of one folder grow past the budget it prints.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -18,16 +19,56 @@ fn check(src: &Path) -> Output {
 
 /// A copy of the real `src/` with `extra` appended to one file.
 fn src_with(file: &str, extra: &str) -> tempfile::TempDir {
+    src_plus(&[(file.to_string(), extra.to_string())])
+}
+
+/// A copy of the real `src/` with each text appended to its file (a new file if missing).
+fn src_plus(files: &[(String, String)]) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     copy_tree(
         &Path::new(env!("CARGO_MANIFEST_DIR")).join("src"),
         dir.path(),
     );
-    let path = dir.path().join(file);
-    let mut text = std::fs::read_to_string(&path).unwrap();
-    text.push_str(extra);
-    std::fs::write(&path, text).unwrap();
+    for (file, extra) in files {
+        let path = dir.path().join(file);
+        let mut text = std::fs::read_to_string(&path).unwrap_or_default();
+        text.push_str(extra);
+        std::fs::write(&path, text).unwrap();
+    }
     dir
+}
+
+/// The real tree's circles and budget, read from the line every run prints:
+/// (circles, largest, budget's most circles, budget's largest).
+fn circle_figures() -> (usize, usize, usize, usize) {
+    let out = check(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src"));
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    let line = stdout
+        .lines()
+        .find(|l| l.contains("file circles inside folders"))
+        .unwrap_or_else(|| panic!("no circles line in {stdout}"));
+    let numbers: Vec<usize> = line
+        .split(|c: char| !c.is_ascii_digit())
+        .filter(|s| !s.is_empty())
+        .map(|s| s.parse().unwrap())
+        .collect();
+    // "N file circles inside folders, the largest of L files (budget: at most C circles,
+    // none over F files; goal: at most 2, none over 3)"
+    assert_eq!(numbers.len(), 6, "{line}");
+    (numbers[0], numbers[1], numbers[2], numbers[3])
+}
+
+/// `count` files in src/text/ importing each other round a ring.
+fn ring(tag: &str, count: usize) -> Vec<(String, String)> {
+    (0..count)
+        .map(|i| {
+            let next = (i + 1) % count;
+            (
+                format!("text/zz_{tag}_{i}.rs"),
+                format!("use super::zz_{tag}_{next}::R{next};\npub struct R{i}(pub Box<R{next}>);\n"),
+            )
+        })
+        .collect()
 }
 
 fn copy_tree(from: &Path, to: &Path) {
@@ -53,6 +94,100 @@ fn the_crate_as_it_is_has_no_upward_import_and_no_loop() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(stdout.contains(" 0 loops, 0 problems"), "{stdout}");
+    assert!(
+        stdout.contains("file circles inside folders")
+            && stdout.contains("goal: at most 2, none over 3)"),
+        "every run prints the circles, the budget and the goal: {stdout}"
+    );
+    let (circles, largest, most, max_files) = circle_figures();
+    assert!(circles <= most && largest <= max_files, "{stdout}");
+}
+
+#[test]
+fn more_file_circles_than_the_budget_fail() {
+    let (circles, _, most, _) = circle_figures();
+    let mut files = Vec::new();
+    for k in 0..=(most - circles) {
+        files.extend(ring(&format!("c{k}"), 2));
+    }
+    let dir = src_plus(&files);
+    let out = check(dir.path());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "{} file circles inside folders, over the budget of {most}",
+            most + 1
+        )),
+        "{stderr}"
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("src/text/: 2 files: zz_c0_0.rs, zz_c0_1.rs"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn a_file_circle_larger_than_the_budget_fails_and_shows_its_imports() {
+    let (_, _, _, max_files) = circle_figures();
+    let dir = src_plus(&ring("big", max_files + 1));
+    let out = check(dir.path());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "src/text: a circle of {} files, over the budget of {max_files}: zz_big_0.rs, zz_big_1.rs",
+            max_files + 1
+        )),
+        "{stderr}"
+    );
+    // A failing run names each import that ties the circle, with its line.
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("zz_big_0.rs -> zz_big_1.rs  (src/text/zz_big_0.rs:1)"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn a_circle_through_a_re_export_and_a_crate_path_counts_but_comments_and_strings_do_not() {
+    let files: Vec<(String, String)> = [
+        // zz_a takes B from the folder's face, which re-exports it from zz_b.
+        ("text/mod.rs", "\nmod zz_a;\nmod zz_b;\npub use zz_b::B;\n"),
+        ("text/zz_a.rs", "use super::B;\npub struct A(pub B);\n"),
+        (
+            "text/zz_b.rs",
+            "pub struct B;\npub fn make() -> crate::text::zz_a::A {\n    crate::text::zz_a::A(B)\n}\n",
+        ),
+        // zz_d imports zz_c; zz_c names zz_d only in a comment, strings and its tests.
+        (
+            "text/zz_c.rs",
+            "pub struct C;\n// use super::zz_d::D;\n/* super::zz_d::D */\npub const S: &str = \"super::zz_d::D\";\npub const R: &str = r#\"use super::zz_d::D;\"#;\n#[cfg(test)]\nmod tests {\n    use super::*;\n}\n",
+        ),
+        ("text/zz_d.rs", "use super::zz_c::C;\npub struct D(pub C);\n"),
+    ]
+    .iter()
+    .map(|(f, t)| (f.to_string(), t.to_string()))
+    .collect();
+    let dir = src_plus(&files);
+    let out = Command::new("python3")
+        .arg(script())
+        .arg("--circles")
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("src/text/: 2 files: zz_a.rs, zz_b.rs"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("zz_a.rs -> zz_b.rs  (src/text/zz_a.rs:1)")
+            && stdout.contains("zz_b.rs -> zz_a.rs  (src/text/zz_b.rs:2)"),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("zz_c.rs"), "{stdout}");
 }
 
 #[test]
