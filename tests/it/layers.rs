@@ -240,3 +240,76 @@ fn a_module_no_layer_names_fails() {
         "{stderr}"
     );
 }
+
+fn house_figures(src: &Path) -> String {
+    let out = Command::new("python3")
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/house-figures"))
+        .arg(src)
+        .output()
+        .expect("python3 runs scripts/house-figures");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).to_string()
+}
+
+/// The first number after `label` on the line that starts with it.
+fn figure(text: &str, label: &str) -> usize {
+    let line = text
+        .lines()
+        .find(|l| l.starts_with(label))
+        .unwrap_or_else(|| panic!("no `{label}` in {text}"));
+    line[label.len()..]
+        .split(|c: char| !c.is_ascii_digit())
+        .find(|s| !s.is_empty())
+        .unwrap()
+        .parse()
+        .unwrap()
+}
+
+#[test]
+fn house_figures_count_long_files_long_functions_string_errors_and_visibility() {
+    let before = house_figures(src_plus(&[]).path());
+    let long_body: String = (0..90).map(|i| format!("    let _x{i} = {i};\n")).collect();
+    let filler: String = (0..700).map(|i| format!("// line {i}\n")).collect();
+    let dir = src_plus(&[
+        (
+            "text/zz_long.rs".to_string(),
+            format!(
+                "pub fn long() -> Result<(), String> {{\n{long_body}    Ok(())\n}}\npub(crate) fn short() -> Result<Vec<u8>, String> {{ Ok(vec![]) }}\n{filler}"
+            ),
+        ),
+        // Test code is not the library's: a long test and a String error in it count apart.
+        (
+            "text/zz_tested.rs".to_string(),
+            format!(
+                "#[cfg(test)]\nmod tests {{\n    fn helper() -> Result<(), String> {{ Ok(()) }}\n    #[test]\n    fn long() {{\n{long_body}    }}\n}}\n"
+            ),
+        ),
+    ]);
+    let after = house_figures(dir.path());
+    let grew = |label: &str| figure(&after, label) - figure(&before, label);
+    assert_eq!(grew("files over 600 lines: "), 1, "{after}");
+    assert_eq!(grew("functions over 80 lines: "), 1, "{after}");
+    assert_eq!(
+        grew("Result<_, String> in the library: "),
+        2,
+        "two library functions return it: {after}"
+    );
+    assert_eq!(grew("library items: "), 1, "one more pub item: {after}");
+    let tests_line = |t: &str| {
+        let l = t
+            .lines()
+            .find(|l| l.starts_with("functions over 80"))
+            .unwrap()
+            .to_string();
+        figure(&l[l.find("(and").unwrap()..], "(and ")
+    };
+    assert_eq!(tests_line(&after) - tests_line(&before), 1, "{after}");
+    assert!(
+        after.contains("dependencies in two versions (built into warden): unknown"),
+        "with no Cargo.toml beside src/ the duplicates are unknown, not zero: {after}"
+    );
+}
