@@ -206,8 +206,12 @@ fn the_readme_is_a_front_door() {
 
 #[test]
 fn no_user_page_points_at_internal_documents_or_numbering() {
-    let internal = ["DESIGN.md", "§", "rule 8", "section 13"];
-    for (path, text) in user_pages() {
+    let internal = ["DESIGN.md", "§", "rule 8", "section 13"]; // cite-check: not a citation
+    // docs/design.md is the contributors' contract: numbered so that the code can cite it.
+    for (path, text) in user_pages()
+        .into_iter()
+        .filter(|(p, _)| !p.ends_with("docs/design.md"))
+    {
         for word in internal {
             assert!(
                 !text.contains(word),

@@ -65,7 +65,9 @@ fn ring(tag: &str, count: usize) -> Vec<(String, String)> {
             let next = (i + 1) % count;
             (
                 format!("text/zz_{tag}_{i}.rs"),
-                format!("use super::zz_{tag}_{next}::R{next};\npub struct R{i}(pub Box<R{next}>);\n"),
+                format!(
+                    "use super::zz_{tag}_{next}::R{next};\npub struct R{i}(pub Box<R{next}>);\n"
+                ),
             )
         })
         .collect()

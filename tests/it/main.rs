@@ -10,6 +10,7 @@ mod chrome_trace;
 mod chunking;
 mod ci_config;
 mod ci_formats;
+mod cite_check;
 mod cli;
 mod config;
 mod context_window;
