@@ -301,8 +301,9 @@ fn parse_route_profile(s: &str) -> Result<(String, String), String> {
 /// Which diff to review, and where the repository and config are.
 #[derive(Debug, Clone, Args, Default)]
 pub struct Selection {
-    /// A..B, A...B (from the merge-base) or REF (working tree vs REF). Default: uncommitted
-    /// changes when the tree is dirty, else the branch vs its merge-base with the default branch.
+    /// A..B, A...B (from the merge-base) or REF (working tree vs REF). Default: on a branch,
+    /// the branch vs its merge-base with the default branch, uncommitted changes included;
+    /// on the default branch, the uncommitted changes.
     #[arg(value_name = "TARGET")]
     pub target: Option<String>,
     /// Compare from this ref (with --head, default HEAD).

@@ -235,15 +235,12 @@ fn nothing_to_review(args: &ReviewArgs, plan: &warden::plan::Plan) -> Option<Str
     if !plan.units.is_empty() || !text_only || args.shard.is_some() {
         return None;
     }
-    let target = warden::text::escape::inline(&plan.target);
-    Some(match plan.skipped_files.len() {
-        0 => format!(
-            "nothing to review: no changes in {target}; try another selection: a range (`warden review main...my-branch`), `--staged`, or `--diff FILE`\n"
-        ),
-        n => format!(
-            "nothing to review in {target}: {n} changed file{} skipped, none left for a model (`{}` says why)\n",
-            if n == 1 { "" } else { "s" },
-            args.selection.plan_command()
-        ),
-    })
+    Some(format!(
+        "{}\n",
+        warden::report::text::nothing_to_review(
+            &plan.target,
+            plan.skipped_files.len(),
+            &args.selection.plan_command()
+        )
+    ))
 }

@@ -2,6 +2,7 @@
 //! repository and converts libgit2's deltas into the crate's diff model.
 
 use super::content::{ContentSource, MAX_BASE_BYTES};
+use super::default_pick::DefaultPick;
 use super::{ChangeStatus, DiffSet, FileChange, Hunk, Line, LineKind, RepoPath, Target};
 use crate::error::{Error, Result};
 use git2::{Delta, Diff, DiffFindOptions, DiffOptions, Oid, Patch, Repository, StatusOptions};
@@ -220,41 +221,33 @@ pub fn select_capped<'r>(
     })
 }
 
-/// The default target: uncommitted changes vs HEAD when the tree is dirty, else the
-/// branch vs its merge-base with the default branch (with the base tree). None: no
-/// commits yet.
+/// The default target ([`super::default_pick`]): on a branch, the branch vs its
+/// merge-base with the default branch, uncommitted changes included; on the default
+/// branch, the uncommitted changes vs HEAD. None: no commits and nothing uncommitted.
 fn default_target<'r>(
     repo: &'r Repository,
     default_branch: Option<&str>,
     opts: &mut DiffOptions,
 ) -> Result<Option<Selected<'r>>> {
-    if is_dirty(repo)? {
-        let head = head_tree(repo)?;
-        let workdir = workdir(repo)?;
-        with_untracked(opts);
-        let diff = repo
-            .diff_tree_to_workdir_with_index(head.as_ref(), Some(opts))
-            .map_err(|e| Error::git("cannot diff the working tree", e))?;
-        let what = if head.is_some() {
-            "uncommitted changes vs HEAD"
-        } else {
-            "uncommitted changes (no commits yet)"
-        };
-        let base = head.as_ref().map(|t| t.id());
-        return Ok(Some((diff, what.to_string(), Some(workdir), base)));
-    }
-    if head_tree(repo)?.is_none() {
-        return Ok(None);
-    }
-    let (name, base, head) = branch_base(repo, default_branch)?;
-    let diff = tree_diff(repo, &base, &head, opts)?;
-    let tree = base.tree_id();
-    Ok(Some((
-        diff,
-        format!("{name}...HEAD (clean tree)"),
-        None,
-        Some(tree),
-    )))
+    let pick = super::default_pick::pick(repo, default_branch)?;
+    let description = pick.describe();
+    let base_tree = match &pick {
+        DefaultPick::Unborn { dirty: false } => return Ok(None),
+        DefaultPick::Unborn { dirty: true } => None,
+        DefaultPick::Uncommitted { head, .. } => Some(head_tree_of(head)?),
+        DefaultPick::Branch { base, .. } => Some(head_tree_of(base)?),
+    };
+    let workdir = workdir(repo)?;
+    with_untracked(opts);
+    let diff = repo
+        .diff_tree_to_workdir_with_index(base_tree.as_ref(), Some(opts))
+        .map_err(|e| Error::git("cannot diff the working tree", e))?;
+    let base = base_tree.as_ref().map(|t| t.id());
+    Ok(Some((diff, description, Some(workdir), base)))
+}
+
+fn head_tree_of<'r>(c: &git2::Commit<'r>) -> Result<git2::Tree<'r>> {
+    c.tree().map_err(|e| Error::git("cannot read tree", e))
 }
 
 /// The commits a range compares: `base` (or, `symmetric`, the merge-base of `base` and
@@ -275,21 +268,6 @@ pub(crate) fn range<'r>(
         .map_err(|_| no_merge_base(repo, base, head))?;
     let mb = repo.find_commit(mb).map_err(|e| Error::git(base, e))?;
     Ok((mb, head_commit))
-}
-
-/// A clean tree's comparison: the default branch's name, HEAD's merge-base with it, and
-/// HEAD.
-pub(crate) fn branch_base<'r>(
-    repo: &'r Repository,
-    default_branch: Option<&str>,
-) -> Result<(String, git2::Commit<'r>, git2::Commit<'r>)> {
-    let head = commit(repo, "HEAD")?;
-    let (name, default) = find_default_branch(repo, default_branch)?;
-    let mb = repo
-        .merge_base(default.id(), head.id())
-        .map_err(|_| no_merge_base(repo, &name, "HEAD"))?;
-    let base = repo.find_commit(mb).map_err(|e| Error::git(&name, e))?;
-    Ok((name, base, head))
 }
 
 fn with_untracked(opts: &mut DiffOptions) {
@@ -413,7 +391,7 @@ pub(crate) fn is_dirty(repo: &Repository) -> Result<bool> {
 }
 
 /// `defaults.defaultBranch`, else `origin/HEAD`, else `main`, else `master`.
-fn find_default_branch<'r>(
+pub(crate) fn find_default_branch<'r>(
     repo: &'r Repository,
     configured: Option<&str>,
 ) -> Result<(String, git2::Commit<'r>)> {

@@ -3,11 +3,13 @@
 //! policy and the chunker, which never touch git themselves.
 
 pub mod content;
+mod default_pick;
 pub mod git;
 pub mod patch_text;
 mod repo_path;
 pub mod target;
 
+pub(crate) use default_pick::{DefaultPick, pick as pick_default};
 pub use repo_path::RepoPath;
 pub use target::Target;
 

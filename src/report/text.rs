@@ -134,7 +134,9 @@ pub fn render_with(r: &Report, layout: Layout) -> String {
 /// Findings grouped by file, or what a report without findings means.
 fn findings(out: &mut String, r: &Report, w: Option<usize>) {
     if r.findings.is_empty() {
-        if r.outcome == ReviewOutcome::Complete {
+        if nothing_sent(r) {
+            // The footer's last line says why.
+        } else if r.outcome == ReviewOutcome::Complete {
             let _ = writeln!(
                 out,
                 "No findings in the {} reviewed units.",
@@ -359,6 +361,10 @@ fn footer_lines(out: &mut String, r: &Report) {
     {
         let _ = writeln!(out, "{}", t.line());
     }
+    if nothing_sent(r) {
+        let _ = writeln!(out, "{}", nothing_line(r));
+        return;
+    }
     let outcome = match r.outcome {
         ReviewOutcome::Complete => style(r.outcome.label()).green().bold(),
         ReviewOutcome::Partial => style(r.outcome.label()).yellow().bold(),
@@ -381,6 +387,37 @@ fn footer_lines(out: &mut String, r: &Report) {
             ""
         }
     );
+}
+
+/// A complete review with no unit in it: nothing was sent, and "complete" would say
+/// nothing true.
+fn nothing_sent(r: &Report) -> bool {
+    r.summary.units == 0 && r.outcome == ReviewOutcome::Complete
+}
+
+/// Why there was nothing to review: no change at all, or every changed file skipped.
+fn nothing_line(r: &Report) -> String {
+    nothing_to_review(
+        &r.target,
+        r.skipped_files.len(),
+        r.plan_command.as_deref().unwrap_or("warden plan"),
+    )
+}
+
+/// "Nothing to review" and why, for a selection `target` whose `skipped` changed files
+/// were all skipped (0: it has no changes), naming what to try next.
+pub fn nothing_to_review(target: &str, skipped: usize, plan_command: &str) -> String {
+    let target = escape::inline(target);
+    match skipped {
+        0 => format!(
+            "Nothing to review: the selection has no changes ({target}); try another selection: a range (`warden review main...my-branch`), `--staged`, or `--diff FILE`"
+        ),
+        n => format!(
+            "Nothing to review in {target}: {n} changed file{} skipped, none left for a model (`{}` says why)",
+            if n == 1 { "" } else { "s" },
+            escape::inline(plan_command)
+        ),
+    }
 }
 
 /// Where config and skills came from (the trust model), one escaped line each.

@@ -2,8 +2,9 @@
 //! (what the diff is against, hence what the repository had before the change) and the new
 //! side, and which config and skill paths differ between them.
 
+use crate::diff::DefaultPick;
 use crate::diff::Target;
-use crate::diff::git::{branch_base, commit, is_dirty, range};
+use crate::diff::git::{commit, range};
 use crate::error::{Error, Result};
 use git2::{Commit, DiffOptions, Repository};
 
@@ -60,8 +61,9 @@ fn head<'r>(repo: &'r Repository) -> Result<Option<Commit<'r>>> {
 }
 
 /// The sides `diff::git::select` compares for `target` (not a patch), resolved the same
-/// way: ranges from their base (the merge-base for `A...B`), a dirty tree and `--staged`
-/// from HEAD, `REF` from REF, a clean tree from its merge-base with `default_branch`.
+/// way: ranges from their base (the merge-base for `A...B`), `--staged` from HEAD, `REF`
+/// from REF, no target as `diff::default_pick` decides (a branch from its merge-base with
+/// `default_branch`, the default branch from HEAD).
 fn sides<'r>(
     repo: &'r Repository,
     target: &Target,
@@ -91,22 +93,21 @@ fn sides<'r>(
                 new: NewSide::Tree(head),
             }
         }
-        Target::Default if is_dirty(repo)? => Sides {
-            base: head(repo)?,
-            new: NewSide::WorkDir,
-        },
-        // An empty repository (nothing committed): an empty base, nothing to review.
-        Target::Default if head(repo)?.is_none() => Sides {
-            base: None,
-            new: NewSide::WorkDir,
-        },
-        Target::Default => {
-            let (_, base, head) = branch_base(repo, default_branch)?;
-            Sides {
+        Target::Default => match crate::diff::pick_default(repo, default_branch)? {
+            // An empty repository: an empty base.
+            DefaultPick::Unborn { .. } => Sides {
+                base: None,
+                new: NewSide::WorkDir,
+            },
+            DefaultPick::Uncommitted { head, .. } => Sides {
+                base: Some(head),
+                new: NewSide::WorkDir,
+            },
+            DefaultPick::Branch { base, .. } => Sides {
                 base: Some(base),
-                new: NewSide::Tree(head),
-            }
-        }
+                new: NewSide::WorkDir,
+            },
+        },
     })
 }
 

@@ -6,8 +6,8 @@
 //! still reviewed as code, and every report says which they are.
 //!
 //! The base is what the diff is against: the merge-base for `A...B`, `A` for `A..B` and
-//! `--base A`, `REF` for `warden REF`, HEAD for a dirty tree or `--staged`, the merge-base
-//! with the default branch for a clean tree. A `--diff` patch has no base commit: in CI,
+//! `--base A`, `REF` for `warden REF`, HEAD for `--staged` or on the default branch, the
+//! merge-base with the default branch for a branch (`diff::default_pick`). A `--diff` patch has no base commit: in CI,
 //! HEAD of the checkout is read, except every file the patch touches (the checkout may
 //! hold either side of it). A local review of the working tree, or `--trust-head-config`,
 //! reads the working tree as before.

@@ -186,7 +186,10 @@ fn nothing_to_review_is_one_line() {
     let (code, out, err) = run(r.warden(&["review", "--sim"]));
     assert_eq!(code, 0, "{err}");
     assert_eq!(out.lines().count(), 1, "{out}");
-    assert!(out.starts_with("nothing to review: no changes in"), "{out}");
+    assert!(
+        out.starts_with("Nothing to review: the selection has no changes"),
+        "{out}"
+    );
     assert!(out.contains("--staged"), "what to try: {out}");
     // Only skipped files: the line names the plan command that says why.
     r.write("package-lock.json", "{}\n");

@@ -19,7 +19,10 @@ fn dirty_tree_reviews_staged_unstaged_and_untracked_against_head() {
     r.git(&["add", "src/staged.rs"]);
     r.write("src/new.rs", "fn untracked() {}\n"); // untracked
     let plan = r.plan(&[]);
-    assert_eq!(plan["target"], "uncommitted changes vs HEAD");
+    assert_eq!(
+        plan["target"],
+        "uncommitted changes on main, the default branch (vs HEAD)"
+    );
     let mut got = paths(&plan["files"]);
     got.sort();
     assert_eq!(got, ["src/lib.rs", "src/new.rs", "src/staged.rs"]);
@@ -28,7 +31,7 @@ fn dirty_tree_reviews_staged_unstaged_and_untracked_against_head() {
 }
 
 #[test]
-fn clean_tree_reviews_the_branch_against_its_merge_base_with_main() {
+fn a_branch_is_reviewed_against_its_merge_base_with_main() {
     let r = base_repo();
     r.git(&["checkout", "-q", "-b", "topic"]);
     r.write("src/topic.rs", "fn topic() {}\n")
@@ -38,9 +41,75 @@ fn clean_tree_reviews_the_branch_against_its_merge_base_with_main() {
         .commit_all("main moves on");
     r.git(&["checkout", "-q", "topic"]);
     let plan = r.plan(&[]);
-    assert_eq!(plan["target"], "main...HEAD (clean tree)");
+    assert_target(&plan, "branch topic vs its merge-base with main (");
     assert_eq!(paths(&plan["files"]), ["src/topic.rs"]);
     assert_accounts(&plan, Some(&r.numstat(&["main...HEAD"])));
+}
+
+fn run(mut cmd: assert_cmd::Command) -> (i32, String, String) {
+    let out = cmd.output().unwrap();
+    (
+        out.status.code().unwrap(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn assert_target(plan: &serde_json::Value, start: &str) {
+    let target = plan["target"].as_str().unwrap();
+    assert!(
+        target.starts_with(start) && target.ends_with("uncommitted changes included"),
+        "{target}"
+    );
+}
+
+/// `warden init` on a branch leaves an untracked warden.toml: the review with no target is
+/// still the branch's (its commits and what is not committed yet), not the untracked file
+/// alone (before: "uncommitted changes vs HEAD", and nothing left once the config was
+/// skipped).
+#[test]
+fn a_branch_with_an_untracked_config_reviews_its_commits_and_its_uncommitted_changes() {
+    let r = base_repo();
+    r.git(&["checkout", "-q", "-b", "feat"]);
+    r.write("src/db.rs", "fn q() {}\n").commit_all("change");
+    r.write("src/lib.rs", source_lines(31, "a")); // not committed
+    let (code, _, err) = run(r.warden(&["init"]));
+    assert_eq!(code, 0, "{err}");
+    let plan = r.plan(&[]);
+    assert_target(&plan, "branch feat vs its merge-base with main (");
+    let mut got = paths(&plan["files"]);
+    got.sort();
+    assert_eq!(got, ["src/db.rs", "src/lib.rs"]);
+    assert!(skipped_reason(&plan, "warden.toml").is_some(), "{plan}");
+    // In CI the config comes from the same base: the merge-base, where there is none.
+    let mut in_ci = r.warden(&["plan", "--json"]);
+    in_ci.env("CI", "true");
+    let ci = plan_json(in_ci);
+    assert_eq!(ci["target"], plan["target"]);
+}
+
+/// On the default branch the review is the uncommitted changes; with none, the one line
+/// says so and never "Review complete: 0 of 0", in a text file written with -o too.
+#[test]
+fn on_the_default_branch_with_nothing_uncommitted_the_review_says_why() {
+    let r = base_repo();
+    let (code, out, err) = run(r.warden(&["review", "--sim"]));
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.starts_with("Nothing to review: the selection has no changes (uncommitted changes on main, the default branch"),
+        "{out}"
+    );
+    let file = r.path().join("out.txt");
+    let file_arg = format!("text={}", file.display());
+    let (code, _, err) = run(r.warden(&["review", "--sim", "-o", &file_arg]));
+    assert_eq!(code, 0, "{err}");
+    let text = std::fs::read_to_string(&file).unwrap();
+    assert!(
+        text.contains("Nothing to review: the selection has no changes"),
+        "{text}"
+    );
+    assert!(!text.contains("Review complete"), "{text}");
+    assert!(!text.contains("No findings in the 0"), "{text}");
 }
 
 #[test]
@@ -51,7 +120,7 @@ fn clean_tree_prefers_origin_head_then_master() {
     r.git(&["checkout", "-q", "-b", "feature"]);
     r.write("b.rs", "fn b() {}\n").commit_all("feature");
     let plan = r.plan(&[]);
-    assert_eq!(plan["target"], "master...HEAD (clean tree)");
+    assert_target(&plan, "branch feature vs its merge-base with master (");
     assert_eq!(paths(&plan["files"]), ["b.rs"]);
 
     // A configured default branch wins.
@@ -60,7 +129,7 @@ fn clean_tree_prefers_origin_head_then_master() {
     r.git(&["add", "warden.toml"]);
     r.git(&["commit", "-q", "-m", "config"]);
     let plan = r.plan(&[]);
-    assert_eq!(plan["target"], "trunk...HEAD (clean tree)");
+    assert_target(&plan, "branch feature vs its merge-base with trunk (");
     assert_eq!(paths(&plan["files"]), ["warden.toml"]);
 }
 
