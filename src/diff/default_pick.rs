@@ -4,7 +4,7 @@
 //! the default branch, the uncommitted changes. An untracked file (a `warden.toml` that
 //! `warden init` just wrote) never turns a branch's review into "uncommitted changes" only.
 
-use super::git::{commit, find_default_branch, is_dirty, no_merge_base};
+use super::refs::{commit, find_default_branch, is_dirty, no_merge_base};
 use crate::error::Result;
 use git2::{Commit, Repository};
 

@@ -6,6 +6,7 @@ pub mod content;
 mod default_pick;
 pub mod git;
 pub mod patch_text;
+mod refs;
 mod repo_path;
 pub mod target;
 
