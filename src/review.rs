@@ -92,8 +92,34 @@ fn toolbox(
 /// Builds a client for each configured route; no routes is a usage error that says how
 /// to configure one (or try the simulator).
 pub fn routes(settings: &Settings) -> Result<Vec<EngineRoute>> {
+    routes_read(settings, None)
+}
+
+/// [`routes`], where no routes because the config was read from a base that has none
+/// (a range, CI) says so: which side was read, why, and the ways out
+/// ([`crate::trust::TrustReport::base_without_config`]). `head_has_config`: the working
+/// tree holds a config the run did not read.
+pub fn routes_trusted(
+    settings: &Settings,
+    trust: &crate::trust::TrustReport,
+    head_has_config: bool,
+) -> Result<Vec<EngineRoute>> {
+    routes_read(settings, trust.base_without_config(head_has_config))
+}
+
+fn routes_read(settings: &Settings, why: Option<Vec<String>>) -> Result<Vec<EngineRoute>> {
     if settings.routes.is_empty() {
-        return Err(Error::Usage(NO_ROUTES.into()));
+        return Err(Error::Usage(match why {
+            Some(lines) => {
+                let mut out = format!("no model routes are configured: {}", lines[0]);
+                for way in &lines[1..] {
+                    out.push_str("\n  - ");
+                    out.push_str(way);
+                }
+                out
+            }
+            None => NO_ROUTES.into(),
+        }));
     }
     let providers = crate::provider::build_all(settings)?;
     Ok(providers

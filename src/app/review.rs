@@ -43,7 +43,10 @@ pub(super) fn review_cmd(args: &ReviewArgs) -> Result<i32> {
         warden::outputs::write_stdout(&line).map_err(|e| Error::io("<stdout>", e))?;
         return Ok(0);
     }
-    let routes = review::routes(&prepared.settings)?;
+    let head_has_config = checkout
+        .as_deref()
+        .is_some_and(|c| c.join(warden::config::FILE_NAME).is_file());
+    let routes = review::routes_trusted(&prepared.settings, &prepared.trust, head_has_config)?;
     let target = fleet::target(&prepared.settings.fleet, |k| std::env::var(k).ok())?;
     cache::check_shared(&prepared.settings, target.is_some())?;
     // Warnings of the cache and the fleet go to stderr as they happen and into the report.

@@ -98,6 +98,53 @@ impl TrustReport {
         }
     }
 
+    /// When config was read from a base that has none while the change (or the working
+    /// tree, `head_has_config`) has one: which side was read, why, and the two ways out,
+    /// as lines (the first finishes "no model routes are configured: …"). None otherwise.
+    /// Unescaped.
+    pub fn base_without_config(&self, head_has_config: bool) -> Option<Vec<String>> {
+        let name = crate::config::FILE_NAME;
+        if self.config_from != ConfigFrom::Base || self.config_file.is_some() {
+            return None;
+        }
+        let adds = self.changed_by_review.iter().any(|p| p == name);
+        if !adds && !head_has_config {
+            return None;
+        }
+        let ci = self.reason.starts_with("CI");
+        let side = match (adds, ci) {
+            (true, true) => {
+                "this change adds one, which is not used for its own review (a pull request cannot configure the review of itself)"
+            }
+            (true, false) => {
+                "the change adds one, which is not used (a change cannot configure its own review)"
+            }
+            (false, _) => {
+                "the one in the working tree is not part of what is reviewed, so it is not used"
+            }
+        };
+        let first = format!(
+            "{name} was read from the base of the change, commit {} (because {}), and the base has no {name}; {side}",
+            self.short_commit(),
+            self.reason.trim_start_matches("because ")
+        );
+        let ways = if ci {
+            [
+                format!("merge {name} first (on its own, or with this change once a person has read it): the pull requests after it are reviewed with it"),
+                "--trust-head-config reads the change's own config: for a local run on your own change, never in CI on others' pull requests".to_string(),
+            ]
+        } else {
+            [
+                "--trust-head-config uses the config in your working tree for this local run"
+                    .to_string(),
+                format!(
+                    "commit {name} to the base branch (merge it first): every range and CI run then reads it"
+                ),
+            ]
+        };
+        Some(vec![first, ways[0].clone(), ways[1].clone()])
+    }
+
     /// The stderr (and annotation) warning when the change touches config or skills and
     /// this run reads them from a trusted commit, or uses them by `--trust-head-config`.
     /// A local review stays quiet: editing one's own config is not news. Unescaped.

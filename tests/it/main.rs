@@ -3,6 +3,7 @@
 mod support;
 
 mod backpressure;
+mod base_config;
 mod bounds;
 mod cache;
 mod cache_shared;
