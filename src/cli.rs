@@ -389,10 +389,10 @@ pub struct ReviewArgs {
     /// Review budget for the whole run, e.g. 15m, 90s (at most 7 days).
     #[arg(long, value_name = "DUR", value_parser = parse_budget)]
     pub budget: Option<Duration>,
-    /// Use the built-in simulator instead of the configured routes: a `slow-tail` (or
-    /// PROFILE) primary and a `healthy` fallback, played 60x faster, with the budgets
-    /// scaled to match. No key, no network.
-    #[arg(long, value_name = "PROFILE", num_args = 0..=1, require_equals = true, default_missing_value = "slow-tail")]
+    /// Use the built-in simulator instead of the configured routes: a `quick` (or
+    /// PROFILE: healthy, slow-tail, outage, …) primary and a `healthy` fallback, played 60x
+    /// faster, with the budgets scaled to match. No key, no network.
+    #[arg(long, value_name = "PROFILE", num_args = 0..=1, require_equals = true, default_missing_value = "quick")]
     pub sim: Option<String>,
     /// Review every unit in one request: no skill reads the repository in a tool loop
     /// (as `[execution] tools = false`).

@@ -204,3 +204,35 @@ fn nothing_to_review_is_one_line() {
     assert_eq!(code, 0);
     assert!(out.contains("\"schemaVersion\""), "{out}");
 }
+
+/// A small change (three files, six units) on the route `warden init` writes and on
+/// `--sim`: both review it completely (before: `--sim`'s primary was the slow-tail profile
+/// and timed out units of every such change).
+#[test]
+fn the_starter_route_and_sim_review_a_small_change_completely() {
+    let r = Repo::new();
+    for f in ["a", "b", "c", "d"] {
+        let body: String = (1..=40).map(|i| format!("fn f{f}_{i}() {{}}\n")).collect();
+        r.write(&format!("src/{f}.rs"), body);
+    }
+    r.commit_all("base");
+    r.git(&["checkout", "-q", "-b", "feat"]);
+    for f in ["a", "b", "c"] {
+        let old = std::fs::read_to_string(r.path().join(format!("src/{f}.rs"))).unwrap();
+        let more: String = (1..=30)
+            .map(|i| format!("fn g{f}_{i}(y: Option<u8>) -> u8 {{ y.unwrap() }}\n"))
+            .collect();
+        r.write(&format!("src/{f}.rs"), old + &more);
+    }
+    r.commit_all("change");
+    let (code, _, err) = run(r.warden(&["init"]));
+    assert_eq!(code, 0, "{err}");
+    for args in [vec!["review", "--json"], vec!["review", "--sim", "--json"]] {
+        let (code, out, err) = run(r.warden(&args));
+        assert_eq!(code, 0, "{args:?}: medium findings only: {err}");
+        let v: Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(v["outcome"], "complete", "{args:?}: {}", v["summary"]);
+        assert_eq!(v["summary"]["units"], 6, "{args:?}");
+        assert_eq!(v["summary"]["reviewed"], 6, "{args:?}");
+    }
+}
