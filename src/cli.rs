@@ -101,6 +101,59 @@ pub enum Command {
     /// Measure review quality on a corpus of cases with known problems: precision,
     /// recall, F1, noise on clean cases, cost and time per true finding.
     Eval(EvalArgs),
+    /// Publish a finished review (`warden review --json`) onto its pull request: inline
+    /// comments posted once and kept across pushes, fixed ones resolved, a sticky summary.
+    ///
+    /// For example `warden publish warden.json --to github` in a job with
+    /// `pull-requests: write` (docs/ci.md shows the split workflow for forks).
+    Publish(PublishArgs),
+}
+
+/// The forge `warden publish` writes to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PublishTo {
+    /// GitHub and GitHub Enterprise Server.
+    Github,
+    /// GitLab merge requests.
+    Gitlab,
+}
+
+/// `warden publish`.
+#[derive(Debug, Clone, Args)]
+pub struct PublishArgs {
+    /// The JSON report of `warden review --json` (untrusted: checked before use).
+    #[arg(value_name = "REPORT.json")]
+    pub report: PathBuf,
+    /// Where to publish.
+    #[arg(long, value_enum, value_name = "FORGE")]
+    pub to: PublishTo,
+    /// Read the pull request and list what would be written; write nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// The repository, OWNER/NAME (default: GITHUB_REPOSITORY).
+    #[arg(long, value_name = "OWNER/NAME")]
+    pub repo: Option<String>,
+    /// The pull request's number (default: from GITHUB_EVENT_PATH).
+    #[arg(long, value_name = "N")]
+    pub pr: Option<u64>,
+    /// The reviewed head commit (default: from GITHUB_EVENT_PATH).
+    #[arg(long, value_name = "SHA")]
+    pub head: Option<String>,
+    /// The REST API's address (default: GITHUB_API_URL, else GitHub's).
+    #[arg(long, value_name = "URL")]
+    pub api_url: Option<String>,
+    /// The GraphQL endpoint (default: GITHUB_GRAPHQL_URL; on the API's origin).
+    #[arg(long, value_name = "URL")]
+    pub graphql_url: Option<String>,
+    /// Every request and rate-limit wait fits in this, e.g. 60s.
+    #[arg(long, value_name = "DUR", value_parser = parse_budget)]
+    pub budget: Option<Duration>,
+    /// Config file (default: warden.toml of the checkout, read as `warden review` reads it).
+    #[arg(long, value_name = "PATH")]
+    pub config: Option<PathBuf>,
+    /// Print what happened as JSON (`{"publish": {…}}`).
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// `warden completions`.

@@ -79,6 +79,11 @@ pub enum Error {
         message: String,
     },
 
+    /// `warden publish` cannot go on: a report it refuses (forged, another repository or
+    /// head, too large), a context it cannot find, a token it does not have.
+    #[error("publish: {0}")]
+    Publish(String),
+
     /// A route's API key variable is not set.
     #[error(
         "route `{route}`: the environment variable {var} is not set: export it with your API key (warden reads keys only from the variable a route names in apiKeyEnv), or try the built-in simulator with a route `provider = \"sim\"`"

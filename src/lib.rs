@@ -29,6 +29,7 @@ pub mod plan;
 pub mod prepare;
 pub mod prompt;
 pub mod provider;
+pub mod publish;
 pub mod report;
 pub mod review;
 pub mod scan;

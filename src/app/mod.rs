@@ -6,6 +6,7 @@ mod completions;
 mod eval;
 mod init;
 mod merge;
+mod publish;
 mod review;
 mod signals;
 mod simulate;
@@ -32,6 +33,7 @@ pub fn run(cli: Cli) -> Result<i32> {
         Some(Command::Review(args)) => review::review_cmd(&args),
         Some(Command::Merge(args)) => merge::merge_cmd(&args),
         Some(Command::Eval(args)) => eval::eval_cmd(&args),
+        Some(Command::Publish(args)) => publish::publish_cmd(&args),
         Some(Command::Completions(args)) => completions::completions_cmd(&args),
         Some(Command::Man) => completions::man_cmd(),
         None => review::review_cmd(&cli.review)

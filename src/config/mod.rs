@@ -6,6 +6,7 @@ mod cache;
 mod fleet;
 mod overrides;
 mod policy;
+mod publish;
 mod raw;
 mod resolve;
 mod route_settings;
@@ -19,6 +20,7 @@ pub mod url;
 
 pub use overrides::{Overrides, SIM_SCALE};
 pub use policy::Thresholds;
+pub use publish::{PublishSettings, Resolve};
 pub use route_settings::*;
 pub use settings::*;
 pub use tools::{

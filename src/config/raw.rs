@@ -29,6 +29,7 @@ pub(crate) struct RawConfig {
     pub triggers: Vec<RawTrigger>,
     pub cache: Option<RawCache>,
     pub fleet: Option<RawFleet>,
+    pub publish: Option<RawPublish>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -290,4 +291,15 @@ pub(crate) struct RawFleet {
     pub password_env: Option<S<String>>,
     pub namespace: Option<S<String>>,
     pub cache: Option<bool>,
+}
+
+/// `[publish]`: how `warden publish` writes the review onto the pull request.
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct RawPublish {
+    pub token_env: Option<S<String>>,
+    pub request_changes: Option<bool>,
+    /// `true`, `false` or `"report"`.
+    pub resolve: Option<S<toml::Value>>,
+    pub max_resolve: Option<S<i64>>,
 }

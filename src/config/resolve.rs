@@ -164,6 +164,9 @@ pub(super) fn resolve(raw: RawConfig, ctx: &Ctx) -> Result<Settings, Error> {
     if let Some(f) = &raw.fleet {
         s.fleet = super::fleet::resolve(f, ctx)?;
     }
+    if let Some(p) = &raw.publish {
+        s.publish = super::publish::resolve(p, ctx)?;
+    }
     let default_cap = match &raw.runner.concurrency {
         Some(c) => ctx.positive(c, "runner.concurrency")? as usize,
         None => 4,

@@ -50,6 +50,8 @@ pub struct Settings {
     pub cache: CacheSettings,
     /// `[fleet]`: Redis shared by warden processes (breakers, permits, cache).
     pub fleet: FleetSettings,
+    /// `[publish]`: how a review is written onto its pull request.
+    pub publish: super::publish::PublishSettings,
     /// Keys that were ignored, named once each, for the user to see on stderr.
     pub warnings: Vec<String>,
     /// The keys no one documents (of `warnings`), each with its place and the key meant.
@@ -493,6 +495,7 @@ impl Default for Settings {
             routes: Vec::new(),
             cache: CacheSettings::default(),
             fleet: FleetSettings::default(),
+            publish: Default::default(),
             warnings: Vec::new(),
             unknown_keys: Vec::new(),
             strict_config: false,

@@ -10,7 +10,7 @@ pub mod classify;
 pub mod conversation;
 #[cfg(test)]
 mod conversation_tests;
-mod http;
+pub(crate) mod http;
 mod litellm;
 pub mod local;
 mod openai;

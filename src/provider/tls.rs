@@ -97,6 +97,30 @@ pub(crate) fn client(
     builder.build().map_err(|e| super::http::root_cause(&e))
 }
 
+/// A client for a forge's API at `base` (`warden publish`): the shared roots, no redirect
+/// followed, no proxy for loopback.
+pub(crate) fn api_client(base: &str, connect_timeout: Duration) -> Result<reqwest::Client, String> {
+    let mut builder = reqwest::Client::builder()
+        .connect_timeout(connect_timeout)
+        .user_agent(concat!("warden/", env!("CARGO_PKG_VERSION")))
+        .redirect(reqwest::redirect::Policy::none());
+    if base.starts_with("https://") {
+        check_env_roots()?;
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let mut config = rustls::ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .map_err(|e| e.to_string())?
+            .with_root_certificates(shared_roots().clone())
+            .with_no_client_auth();
+        config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+        builder = builder.use_preconfigured_tls(config);
+    }
+    if crate::config::url::is_loopback_str(base) {
+        builder = builder.no_proxy();
+    }
+    builder.build().map_err(|e| super::http::root_cause(&e))
+}
+
 /// The certificate problem inside a failed request, if that is what it was.
 pub(crate) fn certificate_error(e: &(dyn std::error::Error + 'static)) -> Option<String> {
     let r = find_rustls(e)?;

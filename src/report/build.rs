@@ -107,6 +107,7 @@ pub fn build(
         plan_fingerprint: String::new(),
         shard: None,
         missing_shards: Vec::new(),
+        publish: None,
     }
 }
 

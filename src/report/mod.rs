@@ -16,6 +16,7 @@ mod merge;
 mod metrics;
 pub mod progress;
 mod progress_waits;
+pub mod published;
 pub mod rdjson;
 mod redact;
 mod rules;
@@ -131,6 +132,9 @@ pub struct Report {
     /// A merged report: the shards that never reported (their units were not reviewed).
     #[serde(skip_serializing_if = "Vec::is_empty", default)]
     pub missing_shards: Vec<MissingShard>,
+    /// What `--publish` did on the pull request (DESIGN.md §15).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub publish: Option<published::Published>,
 }
 
 /// A shard a merged report lacks, and how many of the plan's units it had.

@@ -172,8 +172,8 @@ fn the_example_workflows_validate_and_their_on_key_stays_a_string() {
         checked += 1;
     }
     assert_eq!(
-        checked, 4,
-        "code scanning, reviewdog, sticky comment, sharded"
+        checked, 6,
+        "code scanning, reviewdog, sticky comment, sharded, publish split (review, publish)"
     );
 }
 

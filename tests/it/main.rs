@@ -52,6 +52,7 @@ mod provider;
 mod provider_errors;
 mod provider_tools;
 mod provider_trust;
+mod publish_github;
 mod refusals;
 mod report_formats;
 mod review_e2e;

@@ -5,7 +5,9 @@
 
 pub mod agent;
 pub mod fake_context;
+pub mod fake_github;
 pub mod fake_provider;
+pub mod github_oracle;
 pub use fake_provider::{fake_models, fake_tools};
 pub mod litellm;
 pub mod llama;
