@@ -1,11 +1,9 @@
-//! `[publish]`: how `warden publish` writes a review onto its pull request (DESIGN.md §15).
+//! `[publish]`: how `warden publish` writes a review onto its pull request (docs/design.md §15).
 //! Read from the base of the change like every other key, so a pull request cannot change
 //! where its own review goes or what it may resolve. The token itself is never in the file:
 //! `tokenEnv` names the variable it is read from.
 
 use super::raw::RawPublish;
-use super::resolve::Ctx;
-use crate::error::Error;
 
 /// Threads resolved per run at most by default.
 pub const DEFAULT_MAX_RESOLVE: usize = 50;
@@ -13,7 +11,7 @@ pub const DEFAULT_MAX_RESOLVE: usize = 50;
 /// What becomes of warden's threads whose finding is gone.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Resolve {
-    /// Resolve them (when every rule of DESIGN.md §15 holds).
+    /// Resolve them (when every rule of docs/design.md §15 holds).
     #[default]
     Yes,
     /// Only list them (`resolve = "report"`): a dry run of resolution.
@@ -47,7 +45,10 @@ impl Default for PublishSettings {
     }
 }
 
-pub(super) fn resolve(raw: &RawPublish, ctx: &Ctx) -> Result<PublishSettings, Error> {
+/// `[publish]` checked; an error is the offset of the bad value and the message (the
+/// caller turns it into file:line:column, so this file needs nothing of `resolve.rs`).
+pub(super) fn resolve(raw: &RawPublish) -> Result<PublishSettings, (usize, String)> {
+    let err = |at: usize, msg: String| Err((at, msg));
     let mut out = PublishSettings::default();
     if let Some(v) = &raw.token_env {
         let name = v.get_ref().trim();
@@ -57,10 +58,12 @@ pub(super) fn resolve(raw: &RawPublish, ctx: &Ctx) -> Result<PublishSettings, Er
             .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
             && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
         if !valid {
-            return Err(ctx.err(
-                v,
-                format!("publish.tokenEnv: `{name}` is not an environment variable name: write it like \"GITHUB_TOKEN\""),
-            ));
+            return err(
+                v.span().start,
+                format!(
+                    "publish.tokenEnv: `{name}` is not an environment variable name: write it like \"GITHUB_TOKEN\""
+                ),
+            );
         }
         out.token_env = Some(name.to_string());
     }
@@ -71,20 +74,21 @@ pub(super) fn resolve(raw: &RawPublish, ctx: &Ctx) -> Result<PublishSettings, Er
             toml::Value::Boolean(false) => Resolve::No,
             toml::Value::String(s) if s == "report" => Resolve::Report,
             _ => {
-                return Err(ctx.err(
-                    v,
-                    "publish.resolve: write true, false or \"report\" (list the threads it would resolve)",
-                ));
+                return err(
+                    v.span().start,
+                    "publish.resolve: write true, false or \"report\" (list the threads it would resolve)".into(),
+                );
             }
         };
     }
     if let Some(v) = &raw.max_resolve {
         let n = *v.get_ref();
         if !(0..=1000).contains(&n) {
-            return Err(ctx.err(
-                v,
-                "publish.maxResolve: write a number from 0 to 1000 (threads resolved per run)",
-            ));
+            return err(
+                v.span().start,
+                "publish.maxResolve: write a number from 0 to 1000 (threads resolved per run)"
+                    .into(),
+            );
         }
         out.max_resolve = n as usize;
     }
@@ -97,8 +101,18 @@ mod tests {
     use crate::config::parse_str;
     use std::path::Path;
 
-    fn parse(src: &str) -> crate::Result<crate::config::Settings> {
-        parse_str(src, Path::new("warden.toml"))
+    fn parse(src: &str) -> crate::Result<PublishTable> {
+        parse_str(src, Path::new("warden.toml")).map(|s| PublishTable {
+            publish: s.publish,
+            warnings: s.warnings,
+        })
+    }
+
+    /// What these tests read of the settings.
+    #[derive(Debug)]
+    struct PublishTable {
+        publish: PublishSettings,
+        warnings: Vec<String>,
     }
 
     #[test]

@@ -165,7 +165,7 @@ pub(super) fn resolve(raw: RawConfig, ctx: &Ctx) -> Result<Settings, Error> {
         s.fleet = super::fleet::resolve(f, ctx)?;
     }
     if let Some(p) = &raw.publish {
-        s.publish = super::publish::resolve(p, ctx)?;
+        s.publish = super::publish::resolve(p).map_err(|(at, msg)| ctx.err_at(at, msg))?;
     }
     let default_cap = match &raw.runner.concurrency {
         Some(c) => ctx.positive(c, "runner.concurrency")? as usize,

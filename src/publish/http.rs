@@ -1,6 +1,6 @@
 //! Requests to a forge's API under the publish budget. The token goes only to the API's
 //! origin (a pagination link elsewhere is refused), no redirect is followed, and every
-//! message is redacted. The forge's limits are back-pressure (DESIGN.md §13): a primary
+//! message is redacted. The forge's limits are back-pressure (docs/design.md §13): a primary
 //! limit (`x-ratelimit-remaining: 0`) pauses until its reset, a secondary limit (403/429,
 //! `retry-after`) waits that long; a wait past the budget ends publishing instead.
 

@@ -1,5 +1,5 @@
 //! `warden publish`: a finished review written onto its pull request, and kept there across
-//! pushes (DESIGN.md §15). The report is untrusted input (`intake`); where it goes comes
+//! pushes (docs/design.md §15). The report is untrusted input (`intake`); where it goes comes
 //! from the CI environment (`context`); what is written is decided before any write, as
 //! pure policy (`plan`, over `marker` identities and the diff's `diff_lines`); `render`
 //! escapes everything posted; `github` and `http` talk to the forge under the publish

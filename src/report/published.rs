@@ -1,4 +1,4 @@
-//! What `warden publish` did on the pull request (DESIGN.md §15): the `publish` object of
+//! What `warden publish` did on the pull request (docs/design.md §15): the `publish` object of
 //! the JSON report and of `warden publish --json`, the text line and the step summary's.
 
 use serde::{Deserialize, Serialize};
