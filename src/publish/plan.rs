@@ -1,5 +1,5 @@
 //! What a run writes, decided before anything is written, from the report, the pull
-//! request's diff and the threads already on it. Pure: no I/O, so every rule of DESIGN.md
+//! request's diff and the threads already on it. Pure: no I/O, so every rule of docs/design.md
 //! §15 is a unit test here.
 //!
 //! - A finding already posted (a thread of warden's with the same id, or on the same path
