@@ -31,6 +31,55 @@ pub struct Cli {
     pub review: ReviewArgs,
 }
 
+/// A report format written as a flag (`--sarif`, `--markdown=x`) where warden has none of
+/// that name: the message that says how to ask for that format. Without it clap suggests
+/// the nearest flag by spelling (`--sarif` → `--shard`).
+pub fn format_as_flag(args: &[std::ffi::OsString]) -> Option<String> {
+    use clap::CommandFactory;
+    let cmd = Cli::command();
+    let is_flag = |name: &str| {
+        std::iter::once(&cmd)
+            .chain(cmd.get_subcommands())
+            .flat_map(|c| c.get_arguments())
+            .any(|a| a.get_long() == Some(name))
+    };
+    for word in args.iter().skip(1) {
+        let word = word.to_str()?;
+        if word == "--" {
+            return None;
+        }
+        let Some(name) = word.strip_prefix("--") else {
+            continue;
+        };
+        let name = name.split('=').next().unwrap_or(name);
+        let Some(format) = Format::named(name) else {
+            continue;
+        };
+        if is_flag(name) {
+            continue;
+        }
+        let f = format.name();
+        let ext = match format {
+            Format::Sarif => Some("warden.sarif"),
+            Format::Markdown => Some("warden.md"),
+            Format::Rdjsonl => Some("warden.jsonl"),
+            Format::Rdjson => Some("warden.rdjson"),
+            Format::Text => Some("warden.txt"),
+            _ => None,
+        };
+        let file = match ext {
+            Some(e) => {
+                format!("`-o {e}` (a file: its extension names the format) or `-o {f}=PATH`")
+            }
+            None => format!("`-o {f}=PATH` (a file)"),
+        };
+        return Some(format!(
+            "unexpected argument `{word}`: report formats are not flags; for {f} write `--format {f}` (stdout), {file}"
+        ));
+    }
+    None
+}
+
 /// The subcommand a user wrote after top-level options (`warden -C DIR plan`, as git
 /// and cargo allow), where warden's parser reads a review target and would look `plan` up
 /// as a ref; None when the command line is not like that. A value of an option is
@@ -419,7 +468,8 @@ pub struct ReviewArgs {
     /// Which diff.
     #[command(flatten)]
     pub selection: Selection,
-    /// Report format (of stdout, or of a bare `-o PATH`).
+    /// Report format (of stdout, or of a bare `-o PATH`, whose extension says when this
+    /// is not given: .sarif, .json, .jsonl, .rdjson, .md, .txt).
     #[arg(long, value_enum, value_name = "FORMAT")]
     pub format: Option<Format>,
     /// Shorthand for --format json.
@@ -529,7 +579,8 @@ pub struct MergeArgs {
     /// The JSON reports of `warden review --shard K/N --json`, one per shard.
     #[arg(value_name = "REPORT.json", required = true)]
     pub reports: Vec<PathBuf>,
-    /// Report format (of stdout, or of a bare `-o PATH`).
+    /// Report format (of stdout, or of a bare `-o PATH`, whose extension says when this
+    /// is not given: .sarif, .json, .jsonl, .rdjson, .md, .txt).
     #[arg(long, value_enum, value_name = "FORMAT")]
     pub format: Option<Format>,
     /// Shorthand for --format json.
@@ -545,19 +596,31 @@ pub struct MergeArgs {
 }
 
 impl MergeArgs {
-    /// The report format (`--json` is `--format json`).
-    pub fn format(&self) -> ReviewFormat {
-        report_format(self.json, self.format)
+    /// The report format of stdout, or of a bare `-o PATH` (`--json` is `--format json`;
+    /// with neither flag, the bare path's extension says).
+    pub fn format(&self) -> crate::error::Result<ReviewFormat> {
+        report_format(self.json, self.format, &self.outputs)
     }
 }
 
-/// `--json` is `--format json`; neither is text.
-fn report_format(json: bool, format: Option<Format>) -> ReviewFormat {
-    match (json, format) {
+/// `--json` is `--format json`; neither: the format a bare `-o PATH`'s extension names
+/// (`-o out.sarif` writes SARIF), else text. An extension that names no format, with no
+/// format flag, is a usage error naming `-o`.
+fn report_format(
+    json: bool,
+    format: Option<Format>,
+    outputs: &[OutputSpec],
+) -> crate::error::Result<ReviewFormat> {
+    Ok(match (json, format) {
         (true, _) => ReviewFormat::Json,
         (false, Some(f)) => f,
-        (false, None) => ReviewFormat::Text,
-    }
+        (false, None) => match outputs.iter().find(|o| o.format.is_none()) {
+            Some(bare) => Format::from_extension(&bare.path)
+                .map_err(crate::error::Error::Usage)?
+                .unwrap_or(ReviewFormat::Text),
+            None => ReviewFormat::Text,
+        },
+    })
 }
 
 /// `warden plan`.
@@ -739,9 +802,10 @@ impl ReviewArgs {
         })
     }
 
-    /// The report format (`--json` is `--format json`).
-    pub fn format(&self) -> ReviewFormat {
-        report_format(self.json, self.format)
+    /// The report format of stdout, or of a bare `-o PATH` (`--json` is `--format json`;
+    /// with neither flag, the bare path's extension says).
+    pub fn format(&self) -> crate::error::Result<ReviewFormat> {
+        report_format(self.json, self.format, &self.outputs)
     }
 
     /// The settings these flags override.

@@ -11,7 +11,10 @@ fn main() {
         Some(name) => Err(warden::error::Error::Usage(format!(
             "`{name}` comes after options, where warden reads the ref to review: put the command first (`warden {name} [OPTIONS]`), or review a ref named `{name}` with `warden review {name}`"
         ))),
-        None => app::run(warden::cli::Cli::parse_from(args)),
+        None => match warden::cli::format_as_flag(&args) {
+            Some(message) => Err(warden::error::Error::Usage(message)),
+            None => app::run(warden::cli::Cli::parse_from(args)),
+        },
     };
     let code = match result {
         Ok(code) => code,

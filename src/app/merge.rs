@@ -39,7 +39,7 @@ pub(super) fn merge_cmd(args: &MergeArgs) -> Result<i32> {
         .ok()
         .and_then(|d| warden::prepare::repo_root(&d));
     let outputs = Outputs::open(
-        args.format(),
+        args.format()?,
         &args.outputs,
         step_summary,
         checkout.as_deref(),

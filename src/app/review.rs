@@ -21,6 +21,8 @@ use warden::telemetry::{self, Telemetry};
 
 pub(super) fn review_cmd(args: &ReviewArgs) -> Result<i32> {
     setup_color(&args.ui, args.outputs.iter().any(|o| o.format.is_none()));
+    // A bare `-o PATH` whose extension names no format is refused before anything runs.
+    let format = args.format()?;
     let selection = args.resolve()?;
     // Files warden writes never go through links the change planted (DESIGN.md §14).
     let checkout = warden::prepare::repo_root(&selection.dir);
@@ -39,7 +41,7 @@ pub(super) fn review_cmd(args: &ReviewArgs) -> Result<i32> {
         }
     }
     warn_trust(&args.ui, &prepared.trust);
-    if let Some(line) = nothing_to_review(args, &prepared.plan) {
+    if let Some(line) = nothing_to_review(args, format, &prepared.plan) {
         warden::outputs::write_stdout(&line).map_err(|e| Error::io("<stdout>", e))?;
         return Ok(0);
     }
@@ -89,14 +91,9 @@ pub(super) fn review_cmd(args: &ReviewArgs) -> Result<i32> {
     let step_summary = std::env::var_os("GITHUB_STEP_SUMMARY")
         .filter(|p| !p.is_empty())
         .map(PathBuf::from);
-    let outputs = Outputs::open(
-        args.format(),
-        &args.outputs,
-        step_summary,
-        checkout.as_deref(),
-    )?
-    .text_layout(Layout::for_stdout(args.ui.verbose))
-    .redacting(warden::report::configured_keys(&input.settings.routes));
+    let outputs = Outputs::open(format, &args.outputs, step_summary, checkout.as_deref())?
+        .text_layout(Layout::for_stdout(args.ui.verbose))
+        .redacting(warden::report::configured_keys(&input.settings.routes));
     let telemetry = Telemetry::init(&telemetry::Options {
         trace_file: args.trace.clone(),
         trace_format: args.trace_format,
@@ -233,8 +230,12 @@ fn write_known(outputs: &Mutex<Option<Outputs>>, known: &Known, plan_command: St
 /// A text review to stdout with nothing to send: one line naming the selection and what
 /// to try, instead of a whole empty report (other formats and `-o` files still get
 /// theirs, for the scripts that read them).
-fn nothing_to_review(args: &ReviewArgs, plan: &warden::plan::Plan) -> Option<String> {
-    let text_only = args.format() == warden::cli::ReviewFormat::Text && args.outputs.is_empty();
+fn nothing_to_review(
+    args: &ReviewArgs,
+    format: warden::cli::ReviewFormat,
+    plan: &warden::plan::Plan,
+) -> Option<String> {
+    let text_only = format == warden::cli::ReviewFormat::Text && args.outputs.is_empty();
     if !plan.units.is_empty() || !text_only || args.shard.is_some() {
         return None;
     }

@@ -66,7 +66,35 @@ impl Format {
             .unwrap_or_default()
     }
 
-    fn named(s: &str) -> Option<Format> {
+    /// The format a bare `-o PATH` writes when no format flag says: from the file's
+    /// extension (`.sarif`, `.json`, `.md`, `.jsonl`, `.rdjson`, `.txt`…). `Ok(None)`: no
+    /// extension (the `--format` report); an extension that names no report format (`.xml`)
+    /// is an error naming the flag.
+    pub fn from_extension(path: &std::path::Path) -> Result<Option<Format>, String> {
+        let Some(ext) = path.extension() else {
+            return Ok(None);
+        };
+        let ext = ext.to_string_lossy().to_ascii_lowercase();
+        Ok(Some(match ext.as_str() {
+            "txt" | "text" | "log" => Format::Text,
+            "json" => Format::Json,
+            "sarif" => Format::Sarif,
+            "jsonl" | "rdjsonl" | "ndjson" => Format::Rdjsonl,
+            "rdjson" => Format::Rdjson,
+            "md" | "markdown" => Format::Markdown,
+            _ => {
+                return Err(format!(
+                    "-o/--output {}: `.{}` names no report format warden writes (by extension: .txt, .json, .sarif, .jsonl, .rdjson, .md); name the format, e.g. -o sarif={} or --format FORMAT (one of {})",
+                    path.display(),
+                    escape::inline(&ext),
+                    path.display(),
+                    Format::NAMES
+                ));
+            }
+        }))
+    }
+
+    pub(crate) fn named(s: &str) -> Option<Format> {
         clap::ValueEnum::from_str(s, true).ok()
     }
 }

@@ -70,11 +70,25 @@ fn bad_values_are_refused_naming_the_flag() {
 #[test]
 fn format_and_json_shorthand() {
     assert_eq!(
-        review(&["--format", "sarif"]).unwrap().format(),
+        review(&["--format", "sarif"]).unwrap().format().unwrap(),
         ReviewFormat::Sarif
     );
-    assert_eq!(review(&["--json"]).unwrap().format(), ReviewFormat::Json);
-    assert_eq!(review(&[]).unwrap().format(), ReviewFormat::Text);
+    let format = |args: &[&str]| review(args).unwrap().format().unwrap();
+    assert_eq!(format(&["--json"]), ReviewFormat::Json);
+    assert_eq!(format(&[]), ReviewFormat::Text);
+    // A bare -o PATH: its extension, unless a format flag says otherwise.
+    assert_eq!(format(&["-o", "w.sarif"]), ReviewFormat::Sarif);
+    assert_eq!(format(&["-o", "out/c.MD"]), ReviewFormat::Markdown);
+    assert_eq!(format(&["-o", "w.jsonl"]), ReviewFormat::Rdjsonl);
+    assert_eq!(format(&["-o", "report"]), ReviewFormat::Text);
+    assert_eq!(format(&["--json", "-o", "w.sarif"]), ReviewFormat::Json);
+    assert_eq!(
+        format(&["-o", "w.xml", "--format", "text"]),
+        ReviewFormat::Text
+    );
+    let err = review(&["-o", "w.xml"]).unwrap().format().unwrap_err();
+    assert!(err.to_string().contains("-o/--output w.xml"), "{err}");
+    assert_eq!(err.exit_code(), 2);
 }
 
 #[test]

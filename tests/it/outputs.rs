@@ -242,3 +242,62 @@ fn bad_output_specs_are_usage_errors() {
     assert!(err.contains("no path after"), "{err}");
     assert_eq!(s.fake.requests().len(), 0);
 }
+
+/// `-o PATH` with no format flag writes the format its extension names (before: the text
+/// report, whatever the name); a format flag still wins; an extension that names no format
+/// is refused naming the flag before any request; a format written as a flag says how to
+/// ask for it (before: `--sarif` suggested `--shard`).
+#[test]
+fn a_bare_path_s_extension_names_its_format() {
+    let s = Session::new(1);
+    answer_one_finding(&s);
+    let dir = tempfile::tempdir().unwrap();
+    let path = |name: &str| dir.path().join(name).display().to_string();
+    let read = |name: &str| std::fs::read_to_string(dir.path().join(name)).unwrap();
+
+    let (code, out, err) = s.review(&["-q", "-o", &path("w.sarif")]);
+    assert_eq!(code, 1, "{err}");
+    assert!(out.is_empty(), "the bare path takes stdout's report: {out}");
+    let sarif: Value = serde_json::from_str(&read("w.sarif")).unwrap();
+    assert_valid(&sarif_schema(), &sarif);
+    let (_, _, err) = s.review(&["-q", "-o", &path("w.json")]);
+    let json: Value = serde_json::from_str(&read("w.json")).unwrap_or_else(|e| panic!("{e}{err}"));
+    assert_valid(&report_schema(), &json);
+    s.review(&["-q", "-o", &path("comment.md")]);
+    assert!(
+        read("comment.md").contains("<!-- warden"),
+        "{}",
+        read("comment.md")
+    );
+    s.review(&["-q", "-o", &path("w.jsonl")]);
+    for line in read("w.jsonl").lines() {
+        serde_json::from_str::<Value>(line).unwrap();
+    }
+    // A format flag says otherwise.
+    s.review(&["-q", "--format", "text", "-o", &path("t.json")]);
+    assert!(
+        read("t.json").starts_with("warden review:"),
+        "{}",
+        read("t.json")
+    );
+    let before = s.fake.requests().len();
+
+    let (code, _, err) = s.review(&["-o", &path("w.xml")]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("-o/--output") && err.contains("`.xml`"),
+        "{err}"
+    );
+    assert!(err.contains("sarif="), "how to name a format: {err}");
+    let (code, _, err) = s.review(&["--sarif"]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("--format sarif") && !err.contains("--shard"),
+        "{err}"
+    );
+    assert_eq!(
+        s.fake.requests().len(),
+        before,
+        "refused before any request"
+    );
+}
