@@ -492,6 +492,10 @@ pub struct ReviewArgs {
     /// Review budget for the whole run, e.g. 15m, 90s (at most 7 days).
     #[arg(long, value_name = "DUR", value_parser = parse_budget)]
     pub budget: Option<Duration>,
+    /// Then publish the review on the pull request the CI event names (as `warden publish`
+    /// does; the token from `[publish] tokenEnv`, checked before the review starts).
+    #[arg(long, value_enum, value_name = "FORGE")]
+    pub publish: Option<PublishTo>,
     /// Use the built-in simulator instead of the configured routes: a `quick` (or
     /// PROFILE: healthy, slow-tail, outage, …) primary and a `healthy` fallback, played 60x
     /// faster, with the budgets scaled to match. No key, no network.

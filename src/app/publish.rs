@@ -32,7 +32,7 @@ pub(super) fn publish_cmd(args: &PublishArgs) -> Result<i32> {
         budget: args.budget.unwrap_or(publish::DEFAULT_BUDGET),
     };
     let env = |k: &str| std::env::var(k).ok();
-    let req = publish::prepare(&pargs, None, &settings.publish, &env)?;
+    let req = publish::prepare(&pargs, &settings.publish, &env)?;
     let outcome = publish::run_blocking(req);
     let p = &outcome.published;
     emit(p, args.json);

@@ -7,13 +7,16 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use warden::cache::location::Sources;
 use warden::cache::{self, Levels};
-use warden::cli::ReviewArgs;
+use warden::cli::{PublishTo, ReviewArgs};
+use warden::config::PublishSettings;
 use warden::error::{Error, Result};
 use warden::fleet::{self, Fleet};
 use warden::known::Known;
 use warden::outputs::Outputs;
 use warden::prepare::prepare;
+use warden::publish;
 use warden::report::progress::{Mode, Progress};
+use warden::report::published::Published;
 use warden::report::text::Layout;
 use warden::report::{WarningSource, Warnings};
 use warden::review::{self, ReviewInput};
@@ -45,6 +48,7 @@ pub(super) fn review_cmd(args: &ReviewArgs) -> Result<i32> {
         warden::outputs::write_stdout(&line).map_err(|e| Error::io("<stdout>", e))?;
         return Ok(0);
     }
+    let publish = publish_target(args, &prepared.settings)?;
     let head_has_config = checkout
         .as_deref()
         .is_some_and(|c| c.join(warden::config::FILE_NAME).is_file());
@@ -106,6 +110,7 @@ pub(super) fn review_cmd(args: &ReviewArgs) -> Result<i32> {
         telemetry,
         signals,
         known,
+        publish,
     };
     run_and_write(args, input, run)
 }
@@ -117,6 +122,8 @@ struct Run {
     telemetry: Telemetry,
     signals: Signals,
     known: Known,
+    /// `--publish`: where, checked before the review started.
+    publish: Option<(publish::Args, publish::Target, PublishSettings)>,
 }
 
 /// Runs the review with progress and telemetry listening, writes the reports (or leaves
@@ -128,6 +135,7 @@ fn run_and_write(args: &ReviewArgs, input: ReviewInput, run: Run) -> Result<i32>
         telemetry,
         signals,
         known,
+        publish,
     } = run;
     // Whoever takes the outputs writes them: the review, or a signal's fallback.
     let outputs = Arc::new(Mutex::new(Some(outputs)));
@@ -148,6 +156,19 @@ fn run_and_write(args: &ReviewArgs, input: ReviewInput, run: Run) -> Result<i32>
         std::thread::sleep(std::time::Duration::from_secs(2));
         return Ok(signals.code().unwrap_or(3));
     };
+    if let Some((pargs, target, settings)) = publish {
+        report.publish = Some(
+            match publish::request(target, report.clone(), &pargs, &settings) {
+                Ok(req) => runtime.block_on(publish::github(req)).published,
+                Err(e) => Published {
+                    to: "github".into(),
+                    failed: 1,
+                    notes: vec![e.to_string()],
+                    ..Default::default()
+                },
+            },
+        );
+    }
     outputs.write(&report)?;
     if let Some(setup) = report.setup_failure() {
         warden::text::stdio::eprint_line(&format!(
@@ -158,7 +179,33 @@ fn run_and_write(args: &ReviewArgs, input: ReviewInput, run: Run) -> Result<i32>
     }
     // Dropping the runtime would wait for tasks still parked; they are not needed now.
     runtime.shutdown_background();
-    Ok(signals.code().unwrap_or_else(|| report.exit_code()))
+    let code = signals.code().unwrap_or_else(|| report.exit_code());
+    // A failed write on the pull request makes a clean review's run "not done" (3).
+    let publish_failed = report.publish.as_ref().is_some_and(|p| p.failed > 0);
+    Ok(if code == 0 && publish_failed { 3 } else { code })
+}
+
+/// `--publish FORGE`: the pull request and the token, before any model call.
+fn publish_target(
+    args: &ReviewArgs,
+    settings: &warden::config::Settings,
+) -> Result<Option<(publish::Args, publish::Target, PublishSettings)>> {
+    let Some(to) = args.publish else {
+        return Ok(None);
+    };
+    let pargs = publish::Args {
+        report: None,
+        forge: match to {
+            PublishTo::Github => publish::context::Forge::Github,
+            PublishTo::Gitlab => publish::context::Forge::Gitlab,
+        },
+        flags: Default::default(),
+        dry_run: false,
+        budget: publish::DEFAULT_BUDGET,
+    };
+    let env = |k: &str| std::env::var(k).ok();
+    let target = publish::target(&pargs, &settings.publish, &env)?;
+    Ok(Some((pargs, target, settings.publish.clone())))
 }
 
 /// Signals act from the start: preparing a large change is CPU-bound work too (DESIGN.md

@@ -283,15 +283,21 @@ pub struct Args {
     pub budget: Duration,
 }
 
-/// Everything before the first request: the context, the report (read from `args.report`
-/// or the given one) checked against it, the token. Each refusal is an [`crate::Error`]
-/// (exit 2) naming what to fix.
-pub fn prepare(
+/// Where a run publishes, and with what token: checked before a review starts
+/// (`warden review --publish`), so a missing token costs no model call.
+pub struct Target {
+    /// The pull request.
+    pub ctx: Context,
+    /// The token.
+    pub token: Option<ApiKey>,
+}
+
+/// The context and the token (exit 2 naming what is missing).
+pub fn target(
     args: &Args,
-    report: Option<Report>,
     settings: &PublishSettings,
     env: &dyn Fn(&str) -> Option<String>,
-) -> crate::Result<Request> {
+) -> crate::Result<Target> {
     let ctx = match args.forge {
         context::Forge::Github => context::github(&args.flags, env)?,
         context::Forge::Gitlab => {
@@ -300,18 +306,6 @@ pub fn prepare(
             ));
         }
     };
-    let mut report = match (report, &args.report) {
-        (Some(r), _) => r,
-        (None, Some(path)) => intake::read(path)?,
-        (None, None) => return Err(crate::Error::Publish("no report given".into())),
-    };
-    let name = args
-        .report
-        .as_ref()
-        .map(|p| p.display().to_string())
-        .unwrap_or_else(|| "the report".into());
-    intake::check_against(&mut report, &ctx)
-        .map_err(|why| crate::Error::Publish(format!("{name}: {why}")))?;
     let var = settings
         .token_env
         .clone()
@@ -324,14 +318,47 @@ pub fn prepare(
             "no token in {var}: give the job `pull-requests: write` and set {var} (or name another variable in [publish] tokenEnv)"
         )));
     }
+    Ok(Target { ctx, token })
+}
+
+/// A request for `report` (checked against the target: repository and head).
+pub fn request(
+    target: Target,
+    mut report: Report,
+    args: &Args,
+    settings: &PublishSettings,
+) -> crate::Result<Request> {
+    let name = args
+        .report
+        .as_ref()
+        .map(|p| p.display().to_string())
+        .unwrap_or_else(|| "the report".into());
+    intake::check_against(&mut report, &target.ctx)
+        .map_err(|why| crate::Error::Publish(format!("{name}: {why}")))?;
     Ok(Request {
         report,
-        ctx,
+        ctx: target.ctx,
         settings: settings.clone(),
         dry_run: args.dry_run,
         budget: args.budget,
-        token,
+        token: target.token,
     })
+}
+
+/// Everything before the first request of `warden publish`: the target, the report read
+/// from `args.report` and checked against it. Each refusal is an [`crate::Error`] (exit 2)
+/// naming what to fix.
+pub fn prepare(
+    args: &Args,
+    settings: &PublishSettings,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> crate::Result<Request> {
+    let t = target(args, settings, env)?;
+    let Some(path) = &args.report else {
+        return Err(crate::Error::Publish("no report given".into()));
+    };
+    let report = intake::read(path)?;
+    request(t, report, args, settings)
 }
 
 /// Runs a publishing request to its end on a runtime of its own.

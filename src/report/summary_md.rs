@@ -52,6 +52,9 @@ pub fn render_within(r: &Report, limit: usize) -> String {
 /// The summary listing the first `shown` findings.
 fn body(r: &Report, shown: usize) -> String {
     let mut out = String::new();
+    if let Some(p) = &r.publish {
+        let _ = writeln!(out, "{}\n", crate::text::escape::md_inline(&p.line()));
+    }
     let s = &r.summary;
     let verdict = match r.outcome {
         ReviewOutcome::Complete => format!("{} {}", icon(r), r.outcome.label()),

@@ -301,6 +301,9 @@ fn footer(out: &mut String, r: &Report, w: Option<usize>) {
 /// Verification, skipped files, trust, skills, cache, and the outcome line (one line
 /// each, styled where they call for attention).
 fn footer_lines(out: &mut String, r: &Report) {
+    if let Some(p) = &r.publish {
+        let _ = writeln!(out, "{}", crate::text::escape::inline(&p.line()));
+    }
     if let Some(line) = cost_line(r) {
         let _ = writeln!(out, "{line}");
     }

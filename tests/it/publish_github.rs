@@ -565,3 +565,180 @@ fn the_oracles_refuse_what_github_would() {
         "a missing required variable"
     );
 }
+
+/// A real repository with one change of FILE, its head, and GitHub's patch text for it.
+fn changed_repo() -> (crate::support::Repo, String, String) {
+    let repo = crate::support::Repo::new();
+    repo.write(FILE, "import db\nx\n").commit_all("base");
+    repo.write(FILE, "import db\ndef find(term):\n    return db.query(\"select \" + term)\n\ndef slow(): return list(db.all())\nx\n")
+        .commit_all("change");
+    let head = repo.git(&["rev-parse", "HEAD"]).trim().to_string();
+    let diff = repo.git(&["diff", "HEAD~1", "HEAD", "--", FILE]);
+    let patch = diff[diff.find("@@").unwrap()..].trim_end().to_string();
+    (repo, head, patch)
+}
+
+#[test]
+fn review_publish_reviews_then_publishes_and_every_output_says_what_happened() {
+    let (repo, head, patch) = changed_repo();
+    let gh = FakeGithub::start(&head, &[(FILE, &patch)]);
+    let dir = tempfile::tempdir().unwrap();
+    let event = dir.path().join("event.json");
+    std::fs::write(
+        &event,
+        json!({"pull_request": {"number": NUMBER, "head": {"sha": head}}}).to_string(),
+    )
+    .unwrap();
+    let summary = dir.path().join("summary.md");
+    let json_path = dir.path().join("report.json");
+    let json_spec = format!("json={}", json_path.display());
+    // The `github` format: annotations on stdout, the step summary; the JSON report beside.
+    let out = repo
+        .warden(&[
+            "review",
+            "HEAD~1..HEAD",
+            "--sim",
+            "--format",
+            "github",
+            "-o",
+            &json_spec,
+            "--fail-on",
+            "off",
+            "--publish",
+            "github",
+        ])
+        .env("GITHUB_REPOSITORY", format!("{OWNER}/{NAME}"))
+        .env("GITHUB_SERVER_URL", "https://github.com")
+        .env("GITHUB_API_URL", gh.api_url())
+        .env_remove("GITHUB_GRAPHQL_URL")
+        .env("GITHUB_EVENT_PATH", &event)
+        .env("GITHUB_TOKEN", TOKEN)
+        .env("GITHUB_STEP_SUMMARY", &summary)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let report: Value =
+        serde_json::from_str(&std::fs::read_to_string(&json_path).unwrap()).unwrap();
+    crate::report_formats::repo_schema("report-v1.schema.json")
+        .validate(&report)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let p = &report["publish"];
+    let findings = report["findings"].as_array().unwrap().len() as u64;
+    assert_eq!(c(p, "failed"), 0, "{p}");
+    assert_eq!(c(p, "posted") + c(p, "alreadyPosted"), findings, "{p}");
+    assert!(
+        c(p, "posted") > 0,
+        "the simulated review found something to post: {p}"
+    );
+    assert_eq!(gh.issue_comments().len(), 1, "the sticky summary");
+    let step = std::fs::read_to_string(&summary).unwrap();
+    assert!(step.contains("publish (github)"), "{step}");
+    assert!(!stderr.contains(TOKEN) && !String::from_utf8_lossy(&out.stdout).contains(TOKEN));
+    gh.assert_clean();
+    // Without a token: exit 2 before any model call, naming the variable.
+    let out = repo
+        .warden(&["review", "HEAD~1..HEAD", "--sim", "--publish", "github"])
+        .env("GITHUB_REPOSITORY", format!("{OWNER}/{NAME}"))
+        .env("GITHUB_EVENT_PATH", &event)
+        .env_remove("GITHUB_TOKEN")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("no token in GITHUB_TOKEN"), "{err}");
+}
+
+#[test]
+fn every_page_is_read_a_primary_limit_is_waited_out_and_the_token_stays_on_its_origin() {
+    let gh = FakeGithub::start(H1, &[(FILE, PATCH1)]);
+    gh.add_people_threads(230, FILE, 2);
+    gh.add_issue_comments(250, "octocat");
+    let dir = tempfile::tempdir().unwrap();
+    // The first answer says the primary limit is spent until a second from now.
+    let reset = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+        + 2;
+    gh.state.lock().unwrap().primary_limit_once = Some(reset);
+    let (code, out, err) = publish(
+        &gh,
+        dir.path(),
+        &report(H1, &[SQL], "reviewed"),
+        H1,
+        &["--json"],
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(c(&counts(&out), "posted"), 1);
+    let log = gh.log();
+    let graphql_pages = log
+        .iter()
+        .filter(|l| {
+            l.path == "/graphql" && !l.body["query"].as_str().unwrap().starts_with("mutation")
+        })
+        .count();
+    let comment_pages = log
+        .iter()
+        .filter(|l| l.method == "GET" && l.path.ends_with("/issues/7/comments"))
+        .count();
+    assert_eq!(
+        (graphql_pages, comment_pages),
+        (3, 3),
+        "230 threads and 250 comments are three pages each"
+    );
+    let gap = log[1].at.duration_since(log[0].at);
+    assert!(
+        gap >= std::time::Duration::from_millis(900),
+        "the second request waited for the reset ({gap:?})"
+    );
+    gh.assert_clean();
+    // A next-page link to another origin is not followed: the token stays on the API's.
+    let gh = FakeGithub::start(H1, &[(FILE, PATCH1)]);
+    gh.add_issue_comments(150, "octocat");
+    gh.state.lock().unwrap().foreign_next = true;
+    let (code, out, _) = publish(
+        &gh,
+        dir.path(),
+        &report(H1, &[SQL], "reviewed"),
+        H1,
+        &["--json"],
+    );
+    assert_eq!(code, 3, "{out}");
+    assert!(out.contains("not the API's origin"), "{out}");
+    let pages = gh
+        .log()
+        .iter()
+        .filter(|l| l.path.ends_with("/issues/7/comments"))
+        .count();
+    assert_eq!(pages, 1);
+    assert!(
+        gh.writes().is_empty(),
+        "nothing written after a refused read"
+    );
+}
+
+#[test]
+fn a_dry_run_reads_and_lists_but_writes_nothing() {
+    let gh = FakeGithub::start(H1, &[(FILE, PATCH1)]);
+    let dir = tempfile::tempdir().unwrap();
+    let (code, out, err) = publish(
+        &gh,
+        dir.path(),
+        &report(H1, &[SQL, FAR], "reviewed"),
+        H1,
+        &["--dry-run"],
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.contains("dry run: nothing written")
+            && out.contains("would post app/users.py:3 inline"),
+        "{out}"
+    );
+    assert!(
+        out.contains("would post app/users.py:40 in the review body"),
+        "{out}"
+    );
+    assert!(gh.writes().is_empty());
+    gh.assert_clean();
+}

@@ -68,6 +68,8 @@ pub struct State {
     pub primary_limit_once: Option<u64>,
     /// The head moves to this right after the diff is read (a push during publishing).
     pub move_head_on_pull_read: Option<String>,
+    /// Next-page links name `localhost` instead of 127.0.0.1: another origin.
+    pub foreign_next: bool,
     next_id: u64,
 }
 
@@ -423,7 +425,7 @@ fn respond(
     a
 }
 
-fn page(items: Vec<Value>, req: &Req, addr: std::net::SocketAddr) -> Answer {
+fn page(items: Vec<Value>, req: &Req, addr: std::net::SocketAddr, foreign: bool) -> Answer {
     let q: BTreeMap<&str, &str> = req
         .query
         .split('&')
@@ -447,10 +449,15 @@ fn page(items: Vec<Value>, req: &Req, addr: std::net::SocketAddr) -> Answer {
         .collect();
     let mut headers = vec![];
     if page * per < items.len() {
+        let host = if foreign {
+            format!("localhost:{}", addr.port())
+        } else {
+            addr.to_string()
+        };
         headers.push((
             "link".to_string(),
             format!(
-                "<http://{addr}{}?per_page={per}&page={}>; rel=\"next\"",
+                "<http://{host}{}?per_page={per}&page={}>; rel=\"next\"",
                 req.path,
                 page + 1
             ),
@@ -480,7 +487,7 @@ fn route(s: &mut State, req: &Req, body: &Value, addr: std::net::SocketAddr) -> 
             .iter()
             .map(|(f, patch)| json!({"filename": f, "status": "modified", "patch": patch}))
             .collect();
-        let a = page(files, req, addr);
+        let a = page(files, req, addr, s.foreign_next);
         if let Some(h) = s.move_head_on_pull_read.take() {
             s.head = h;
         }
@@ -492,7 +499,7 @@ fn route(s: &mut State, req: &Req, body: &Value, addr: std::net::SocketAddr) -> 
             .iter()
             .map(|c| json!({"id": c.id, "body": c.body, "user": {"login": c.author}}))
             .collect();
-        return page(items, req, addr);
+        return page(items, req, addr, s.foreign_next);
     }
     if m == "POST" && p == format!("{issue}/comments") {
         s.next_id += 1;
