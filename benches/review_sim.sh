@@ -8,12 +8,18 @@
 #  3. `--sim=slow-tail` and `--sim=outage`: wall time against the budget, units
 #     reviewed, attempts per unit.
 #  4. `warden simulate` of the 200-unit plan, 5 runs x 2 policies: CPU and wall time.
+#  5. One slow-tail route alone (ordered, cap 4), 200 units, `--no-tools`: units
+#     reviewed and unavailable per seed, with the wall time.
 #   usage: benches/review_sim.sh [SEEDS]
+#   WARDEN_BIN=path/to/warden uses that binary instead of building a release one.
 set -euo pipefail
 seeds=${1:-5}
 root=$(cd "$(dirname "$0")/.." && pwd)
-cargo build --release --quiet --manifest-path "$root/Cargo.toml"
-bin="$root/target/release/warden"
+bin=${WARDEN_BIN:-}
+if [ -z "$bin" ]; then
+  cargo build --release --quiet --manifest-path "$root/Cargo.toml"
+  bin="$root/target/release/warden"
+fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
@@ -39,7 +45,21 @@ PY
   cd - >/dev/null
 }
 
-config() { # ROUTING SEED
+config() { # ROUTING SEED [alone]
+  primary "$1" "$2"
+  [ "${3:-}" = alone ] && return
+  cat <<TOML
+[[routes]]
+name = "fallback"
+provider = "sim"
+profile = "healthy"
+timeScale = 60
+seed = $((1000 + $2))
+maxConcurrency = 4
+TOML
+}
+
+primary() { # ROUTING SEED
   cat <<TOML
 version = 1
 [execution]
@@ -59,13 +79,6 @@ provider = "sim"
 profile = "slow-tail"
 timeScale = 60
 seed = $2
-maxConcurrency = 4
-[[routes]]
-name = "fallback"
-provider = "sim"
-profile = "healthy"
-timeScale = 60
-seed = $((1000 + $2))
 maxConcurrency = 4
 TOML
 }
@@ -125,3 +138,15 @@ config ordered 1 >"$work/ordered.toml"
 cat "$work/sim.txt"
 read -r wall user sys <"$work/time"
 echo "simulate: wall ${wall}s, cpu $(python3 -c "print(f'{$user+$sys:.2f}')")s"
+echo
+echo "== one slow-tail route alone (ordered, cap 4), 200 units, --no-tools"
+printf '%-6s %9s %12s %7s\n' seed reviewed unavailable wall_s
+for seed in $(seq 1 "$seeds"); do
+  config ordered "$seed" alone >"$work/alone.toml"
+  (cd "$work/r200" && /usr/bin/time -f "%e" -o "$work/time" "$bin" review -c "$work/alone.toml" --no-tools --no-cache --json -q >"$work/out.json" || true)
+  python3 - "$seed" "$work/out.json" "$(tail -n 1 "$work/time")" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[2]))["summary"]
+print(f'{sys.argv[1]:<6} {s["reviewed"]:>9} {s["unavailable"]:>12} {float(sys.argv[3]):>7.1f}')
+PY
+done

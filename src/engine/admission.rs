@@ -480,14 +480,15 @@ async fn wait_for_reopen(
             ));
         }
     };
-    // §14: no unit waits through more than one failed probe round.
-    let now = Instant::now();
-    let opens: u32 = allowed
+    // §14, §15: no unit waits through more than one probe round that failed with a fact
+    // (could not connect, an error answer); a probe that timed out is a slow route, which
+    // units keep waiting for (and probing) while the budget lasts.
+    let failed: u32 = allowed
         .iter()
-        .map(|r| sh.engine.breakers.figures(*r, now).opens)
+        .map(|r| sh.engine.dead.failed_probes(*r))
         .sum();
-    match u.opens_when_waiting {
-        Some(seen) if opens > seen && !probing => {
+    match u.failed_probes_when_waiting {
+        Some(seen) if failed > seen && !probing => {
             return Err(Stop::new(
                 UnitStatus::Unavailable,
                 format!(
@@ -496,7 +497,7 @@ async fn wait_for_reopen(
                 ),
             ));
         }
-        None => u.opens_when_waiting = Some(opens),
+        None => u.failed_probes_when_waiting = Some(failed),
         _ => {}
     }
     // No idle waiting: a breaker that reopens only after this unit's deadline cannot

@@ -113,6 +113,10 @@ impl LocalBreakers {
 
     /// As [`LocalBreakers::new`], with section 13's rule for `spillover`: timeouts open a
     /// breaker only when its window holds no success (see `Breaker::keeping_slow_routes`).
+    /// Under `ordered` the same holds for the last route: no route follows it to take its
+    /// units, so opening it for slowness would only leave its permits idle while units
+    /// wait for it (a slow route is not dead, DESIGN.md §15). Errors and a route that
+    /// answers nothing in time still open it.
     pub fn for_routing(
         routes: usize,
         cfg: BreakerSettings,
@@ -121,10 +125,12 @@ impl LocalBreakers {
     ) -> Self {
         LocalBreakers(
             (0..routes)
-                .map(|_| {
+                .map(|r| {
                     let b = Breaker::new(cfg, now);
+                    let last = r + 1 == routes;
                     Mutex::new(match routing {
                         Routing::Spillover => b.keeping_slow_routes(),
+                        Routing::Ordered if last => b.keeping_slow_routes(),
                         Routing::Ordered => b,
                     })
                 })
@@ -176,5 +182,43 @@ impl Breakers for LocalBreakers {
             opens: b.opens(),
             time_open: b.time_open(now),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use Outcome::{Ok, Timeout};
+
+    /// A slow route (timeouts with an answer among them) as each breaker of a store sees
+    /// it: opened or not.
+    fn opens_on_slowness(b: &LocalBreakers, route: usize, now: Instant) -> bool {
+        [Timeout, Timeout, Ok, Timeout, Timeout, Timeout]
+            .into_iter()
+            .any(|o| b.record(route, now, o, false).is_some())
+    }
+
+    #[test]
+    fn under_ordered_only_the_last_route_keeps_a_slow_route_closed() {
+        let now = Instant::now();
+        let cfg = BreakerSettings::default();
+        let b = LocalBreakers::for_routing(3, cfg, now, Routing::Ordered);
+        assert!(
+            opens_on_slowness(&b, 0, now),
+            "a later route takes its units"
+        );
+        assert!(opens_on_slowness(&b, 1, now));
+        assert!(
+            !opens_on_slowness(&b, 2, now),
+            "nothing follows the last route"
+        );
+        let one = LocalBreakers::for_routing(1, cfg, now, Routing::Ordered);
+        assert!(!opens_on_slowness(&one, 0, now), "a route alone");
+        // A route that answers nothing in time still opens.
+        let one = LocalBreakers::for_routing(1, cfg, now, Routing::Ordered);
+        let opened = (0..5).any(|_| one.record(0, now, Timeout, false).is_some());
+        assert!(opened);
+        let spill = LocalBreakers::for_routing(2, cfg, now, Routing::Spillover);
+        assert!(!opens_on_slowness(&spill, 0, now));
     }
 }

@@ -3,6 +3,12 @@
 //! fails the same way is dead for the run. Its breaker is forced open, so units that only
 //! it could serve end `unavailable` at once, naming its address, instead of waiting
 //! through ever longer open periods for a server that is not there.
+//!
+//! It also counts each route's failed probes whose failure is a fact (DESIGN.md §15): the
+//! server could not be reached or answered with an error. A unit waiting for a breaker to
+//! half-open waits through no more than one such round; a probe that timed out says only
+//! that the route is slow, and units keep waiting for it (and probing it) while their
+//! budget lasts.
 
 use crate::provider::{AttemptRecord, Outcome};
 use std::sync::Mutex;
@@ -17,6 +23,8 @@ struct Reach {
     /// The address they could not reach.
     address: Option<String>,
     dead: bool,
+    /// Half-open probes that failed with a fact (not a timeout).
+    failed_probes: u32,
 }
 
 /// What a route's connection failures say now.
@@ -52,6 +60,9 @@ impl DeadRoutes {
             return None;
         }
         let mut r = self.get(route);
+        if probe && is_fact(record) {
+            r.failed_probes = r.failed_probes.saturating_add(1);
+        }
         let Some(address) = &record.unreachable else {
             r.failed_in_a_row = 0;
             return None;
@@ -69,6 +80,12 @@ impl DeadRoutes {
         None
     }
 
+    /// How many of the route's half-open probes failed with a fact: a unit that saw this
+    /// grow while it waited waits no further round.
+    pub(crate) fn failed_probes(&self, route: usize) -> u32 {
+        self.get(route).failed_probes
+    }
+
     /// The route's run of connection failures, if its last verdict was one.
     pub(crate) fn unreachable(&self, route: usize) -> Option<Unreachable> {
         let r = self.get(route);
@@ -79,6 +96,17 @@ impl DeadRoutes {
             dead: r.dead,
         })
     }
+}
+
+/// A failure that says the route cannot serve now, as opposed to a slow one: it could not
+/// connect, or it answered with an error (5xx, 529, an error in the stream), or the key or
+/// model does not work there. A timeout is not a fact: the route may answer the next probe.
+fn is_fact(record: &AttemptRecord) -> bool {
+    record.unreachable.is_some()
+        || matches!(
+            record.outcome,
+            Outcome::Unavailable | Outcome::Auth | Outcome::InvalidModel
+        )
 }
 
 impl Unreachable {
@@ -133,5 +161,24 @@ mod tests {
         d.record(0, &refused(), false);
         d.record(0, &rec(Outcome::Cancelled, None), false);
         assert!(d.record(0, &refused(), true).is_some());
+    }
+
+    #[test]
+    fn probes_that_time_out_are_not_facts_and_refusals_or_errors_are() {
+        let d = DeadRoutes::new(2);
+        d.record(0, &rec(Outcome::Timeout, None), true);
+        d.record(0, &rec(Outcome::Timeout, None), true);
+        assert_eq!(d.failed_probes(0), 0, "a slow route's probes");
+        // Not probes: no round.
+        d.record(0, &rec(Outcome::Unavailable, Some("h:1")), false);
+        assert_eq!(d.failed_probes(0), 0);
+        d.record(0, &rec(Outcome::Unavailable, Some("h:1")), true);
+        d.record(0, &rec(Outcome::Unavailable, None), true);
+        d.record(0, &rec(Outcome::Auth, None), true);
+        assert_eq!(d.failed_probes(0), 3);
+        // An answer, a cancelled or refused-by-the-model probe: no round failed.
+        d.record(1, &rec(Outcome::Ok, None), true);
+        d.record(1, &rec(Outcome::Cancelled, None), true);
+        assert_eq!(d.failed_probes(1), 0);
     }
 }

@@ -296,10 +296,11 @@ pub(super) struct UnitRun<'w> {
     pub(super) last: Option<LastFailure>,
     /// It waited for an open breaker to half-open (a first attempt may).
     pub(super) waited_for_open_routes: bool,
-    /// The breakers' opens (summed over its routes) when it first waited for one to
-    /// half-open: more later means a probe round failed while it waited, and it waits no
-    /// further round (DESIGN.md §14).
-    pub(super) opens_when_waiting: Option<u32>,
+    /// Its routes' probes failed with a fact (summed, see `dead::DeadRoutes`) when it first
+    /// waited for a breaker to half-open: more later means such a round failed while it
+    /// waited, and it waits no further round (DESIGN.md §14, §15). Probes that time out do
+    /// not count: a slow route is waited on while the budget lasts.
+    pub(super) failed_probes_when_waiting: Option<u32>,
     /// Answers of back-pressure so far (section 13).
     pub(super) bounces: u32,
     /// Its tool loop, when its skill reads the repository (section 14).
@@ -333,7 +334,7 @@ impl<'w> UnitRun<'w> {
             hunk_end: None,
             last: None,
             waited_for_open_routes: false,
-            opens_when_waiting: None,
+            failed_probes_when_waiting: None,
             bounces: 0,
             looping: None,
             turn_from: 0,
@@ -560,6 +561,13 @@ async fn attempt(
         shared.settle(slot.route, info).await;
     }
     drop(slot.permit);
+    // §14: a probe that cannot connect after attempts that could not: dead for the run.
+    // Taken in before the breaker's verdict wakes the units waiting for it, so they see
+    // whether the probe failed with a fact (§15).
+    let dead = sh
+        .engine
+        .dead
+        .record(slot.route, &record, slot.hold.probe());
     let verdict = sh
         .engine
         .breakers
@@ -568,12 +576,7 @@ async fn attempt(
     if let Some(t) = verdict {
         announce(sh, &route.name, t);
     }
-    // §14: a probe that cannot connect after attempts that could not: dead for the run.
-    if let Some(dead) = sh
-        .engine
-        .dead
-        .record(slot.route, &record, slot.hold.probe())
-    {
+    if let Some(dead) = dead {
         let reason = format!(
             "dead for the run: {} (its half-open probe could not connect either)",
             dead.describe()

@@ -1,7 +1,9 @@
 //! Issue 27, point 7 (DESIGN.md §14, "Failures that are facts end fast"): a route where
 //! nothing listens is dead for the run once its half-open probe cannot connect either;
 //! units only it could serve end `unavailable` at once, naming its address, and no unit
-//! waits through more than one failed probe round.
+//! waits through more than one failed probe round. DESIGN.md §15: only a probe that failed
+//! with a fact ends the waiting; a slow route whose probe times out is waited on, and
+//! probed again, while the budget lasts.
 
 use crate::engine_policy::{exec, run_with};
 use crate::support::review::*;
@@ -100,6 +102,96 @@ async fn no_unit_waits_through_more_than_one_failed_probe_round() {
         "{:?}",
         r.units.iter().map(|u| &u.reason).collect::<Vec<_>>()
     );
+}
+
+/// One route that times out for its first 7 calls (cap 2, 10 s deadline), then answers in
+/// 1 s: its breaker opens at 30 s, the probe at 35 s times out at 45 s, the next at 55 s
+/// answers. The units that waited through the timed-out probe are reviewed after it.
+#[tokio::test(start_paused = true)]
+async fn a_slow_route_whose_probe_times_out_is_waited_on_and_reviews_the_rest_later() {
+    let slow = Scripted::new(
+        "slow",
+        |n| {
+            if n < 7 { Step::Hang } else { Step::Ok(S(1), 0) }
+        },
+    );
+    let mut e = exec();
+    e.review_budget = S(600);
+    e.hunk_budget = S(300);
+    e.request_timeout = S(10);
+    e.first_token_timeout = S(10);
+    e.max_attempts = 1;
+    e.breaker.open_for = S(5);
+    let (r, tl) = run_with(vec![(slow.clone(), 2)], e, scripted::units(12)).await;
+    let probes: Vec<_> = r
+        .units
+        .iter()
+        .flat_map(|u| &u.attempts)
+        .filter(|a| a.probe)
+        .map(|a| a.record.outcome)
+        .collect();
+    assert_eq!(probes, [Outcome::Timeout, Outcome::Ok], "two probe rounds");
+    let reviewed = r
+        .units
+        .iter()
+        .filter(|u| u.status == UnitStatus::Reviewed)
+        .count();
+    // Units 0–5 timed out before the breaker opened and unit 6 was the failed probe;
+    // every other unit waited through that probe and was reviewed once the route answered.
+    assert_eq!(reviewed, 5, "{:?}", r.units);
+    for u in &r.units {
+        assert!(!u.reason.contains("waits no further round"), "{}", u.reason);
+        if u.status != UnitStatus::Reviewed {
+            // Its one attempt timed out: it never waited for the breaker.
+            assert_eq!(u.attempts.len(), 1, "{u:?}");
+            assert_eq!(u.attempts[0].record.outcome, Outcome::Timeout, "{u:?}");
+        }
+    }
+    let reopened = tl.lock().unwrap().iter().any(|(t, e)| {
+        matches!(e, Event::Breaker { to: BreakerState::Open, reason, .. } if reason.contains("probe failed")) && *t == S(45)
+    });
+    assert!(
+        reopened,
+        "the timed-out probe re-opened the breaker at 45 s"
+    );
+    assert!(r.elapsed < S(60), "{:?}", r.elapsed);
+}
+
+/// The same route, but once it stops timing out it refuses connections: a probe that
+/// cannot connect is a fact, and the units that waited through it end at once, naming the
+/// address (the route is not dead yet: the attempts before the probe connected).
+#[tokio::test(start_paused = true)]
+async fn a_probe_that_cannot_connect_ends_the_waiting_of_a_slow_route_s_units() {
+    let slow = Scripted::new("slow", |n| {
+        if n < 6 {
+            Step::Hang
+        } else {
+            Step::Refused(Duration::from_millis(1))
+        }
+    });
+    let mut e = exec();
+    e.review_budget = S(600);
+    e.hunk_budget = S(300);
+    e.request_timeout = S(10);
+    e.first_token_timeout = S(10);
+    e.max_attempts = 1;
+    e.breaker.open_for = S(5);
+    let (r, _) = run_with(vec![(slow.clone(), 2)], e, scripted::units(12)).await;
+    let probes = r
+        .units
+        .iter()
+        .flat_map(|u| &u.attempts)
+        .filter(|a| a.probe)
+        .count();
+    assert_eq!(probes, 1, "one probe round");
+    assert!(r.elapsed < S(36), "{:?}", r.elapsed);
+    let waited: Vec<_> = r.units.iter().filter(|u| u.attempts.is_empty()).collect();
+    assert_eq!(waited.len(), 5, "{:?}", r.units);
+    for u in waited {
+        assert_eq!(u.status, UnitStatus::Unavailable, "{u:?}");
+        assert!(u.reason.contains("waits no further round"), "{}", u.reason);
+        assert!(u.reason.contains("127.0.0.1:9"), "{}", u.reason);
+    }
 }
 
 /// A review of `files` files whose one route, `dead` (4 at once), points at a loopback
