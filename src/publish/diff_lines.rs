@@ -39,6 +39,8 @@ impl DiffLines {
 pub fn parse(patch: &str) -> FileLines {
     let mut out = FileLines::new();
     let mut next: Option<u32> = None;
+    // A final newline ends the last line; it does not start an empty one.
+    let patch = patch.strip_suffix('\n').unwrap_or(patch);
     for line in patch.split('\n') {
         let line = line.strip_suffix('\r').unwrap_or(line);
         if let Some(h) = line.strip_prefix("@@ ") {
@@ -102,5 +104,8 @@ mod tests {
             let _ = parse(p);
         }
         assert!(parse("@@ -x +y @@\n+a").is_empty());
+        // The newline that ends the last line adds no line (an empty context line would
+        // take a comment GitHub refuses).
+        assert_eq!(parse("@@ -0,0 +1,2 @@\n+a\n+b\n").len(), 2);
     }
 }

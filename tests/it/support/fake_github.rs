@@ -70,6 +70,9 @@ pub struct State {
     pub move_head_on_pull_read: Option<String>,
     /// Next-page links name `localhost` instead of 127.0.0.1: another origin.
     pub foreign_next: bool,
+    /// Check every request with the oracles (on; a bench that measures warden's own time
+    /// turns them off).
+    pub oracles: bool,
     next_id: u64,
 }
 
@@ -92,6 +95,7 @@ impl FakeGithub {
             head: head.into(),
             next_id: 1000,
             retry_after: 1,
+            oracles: true,
             ..Default::default()
         }));
         state.lock().unwrap().files = files
@@ -387,7 +391,10 @@ fn respond(
     addr: std::net::SocketAddr,
 ) -> Answer {
     let is_graphql = req.path == "/graphql";
-    let check = if is_graphql {
+    let oracles = st.lock().unwrap().oracles;
+    let check = if !oracles {
+        Ok(())
+    } else if is_graphql {
         if req.method != "POST" {
             Err("GraphQL takes POST".to_string())
         } else {
