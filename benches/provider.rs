@@ -76,6 +76,7 @@ fn main() {
             let req = AttemptRequest {
                 prompt: prompt.clone(),
                 lines: (1, 10),
+                path: None,
                 limits: Limits {
                     connect: Duration::from_secs(2),
                     first_token: Duration::from_secs(5),

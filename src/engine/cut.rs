@@ -101,8 +101,8 @@ fn kept_findings(total: usize, now: usize) -> String {
 /// past the cap describe the latest answer (a retry repeats those too).
 pub(super) fn keep(u: &mut UnitRun, ex: Extracted) {
     let r = &mut u.result;
+    r.dropped_findings = ex.dropped_count();
     merge(&mut r.findings, ex.findings);
-    r.dropped_findings = ex.dropped_out_of_range + ex.dropped_invalid;
     r.dropped = ex.dropped;
     r.findings_cut = ex.over_cap;
 }

@@ -180,9 +180,10 @@ impl LoopState {
         sh: &Shared<'_>,
         unit: usize,
         toolbox: &Arc<Toolbox>,
-        (text, calls): (String, Vec<ToolCall>),
+        (text, mut calls): (String, Vec<ToolCall>),
         until: Instant,
     ) -> Result<(), Stop> {
+        crate::provider::unique_ids(&self.turns, &mut calls);
         if calls.is_empty() {
             return Err(self.cut("the answer held neither findings nor tool calls"));
         }

@@ -514,6 +514,7 @@ async fn attempt(
         probe: slot.hold.probe(),
     });
     let mut req = AttemptRequest::new((*u.work.prompt).clone(), u.work.lines, sh.limits(deadline));
+    req.path = Some(u.work.labels.path.clone());
     req.conversation = u.looping.as_ref().and_then(|l| l.conversation());
     req.output_cap = u.output_cap;
     sh.in_flight.fetch_add(1, Ordering::SeqCst);

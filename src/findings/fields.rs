@@ -64,6 +64,34 @@ pub(super) fn validate(v: &Value) -> Result<ModelFinding, String> {
     })
 }
 
+/// The file an entry names when it is not `path` (the unit's file), cut for a reason.
+/// Models write it as `file`, `path`, `filename`, `filePath` or `file_path`, maybe with
+/// `./`, `a/`/`b/` (a diff's prefixes) or a `:line` after it; an absolute or longer path
+/// that ends with `/path` is the same file.
+pub(super) fn other_file(v: &Value, path: &str) -> Option<String> {
+    let named = ["file", "path", "filename", "filePath", "file_path"]
+        .iter()
+        .find_map(|k| v.get(*k).and_then(Value::as_str))?
+        .trim();
+    if named.is_empty() {
+        return None;
+    }
+    let mut n = named.trim_start_matches("./");
+    for prefix in ["a/", "b/"] {
+        if let Some(rest) = n.strip_prefix(prefix)
+            && rest == path
+        {
+            n = rest;
+        }
+    }
+    let n = match n.rsplit_once(':') {
+        Some((file, line)) if line.chars().all(|c| c.is_ascii_digit() || c == '-') => file,
+        _ => n,
+    };
+    let same = n == path || n.ends_with(&format!("/{path}"));
+    (!same).then(|| cut(named, SHOWN))
+}
+
 /// The entry's title, for naming a dropped entry (None when it has none).
 pub(super) fn title_of(v: &Value) -> Option<String> {
     let t = v.get("title")?.as_str()?.trim();

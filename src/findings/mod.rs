@@ -71,6 +71,9 @@ pub struct Extracted {
     /// Entries that do not match the schema (missing title, unknown severity, no line),
     /// and an entry the answer stopped inside.
     pub dropped_invalid: usize,
+    /// Entries that name a file other than the unit's (a tool loop read it): never moved
+    /// onto the unit's file, dropped and counted (DESIGN.md §15).
+    pub dropped_other_file: usize,
     /// The first [`MAX_NAMED_DROPS`] dropped entries (either kind), named.
     pub dropped: Vec<Dropped>,
     /// Entries after the cap was reached: counted, never read into findings.
@@ -84,7 +87,7 @@ pub struct Extracted {
 impl Extracted {
     /// Entries dropped, of either kind.
     pub fn dropped_count(&self) -> usize {
-        self.dropped_out_of_range + self.dropped_invalid
+        self.dropped_out_of_range + self.dropped_invalid + self.dropped_other_file
     }
 }
 
@@ -103,6 +106,18 @@ pub fn extract_capped(answer: &str, start: u32, end: u32, cap: usize) -> Result<
     extract_counted(answer, start, end, cap).0
 }
 
+/// [`extract_capped`] for a unit of the file `path`: an entry that names another file
+/// (`file`, `path`, `filename`, `filePath`, `file_path`) is dropped and counted in
+/// [`Extracted::dropped_other_file`], never read as a finding of this file.
+pub fn extract_for(
+    answer: &str,
+    path: &str,
+    (start, end): (u32, u32),
+    cap: usize,
+) -> Result<Extracted, String> {
+    extract_scoped(answer, Some(path), start, end, cap).0
+}
+
 /// [`extract_capped`], and the bytes the pass stepped over (the counting tests hold this
 /// to the answer's length).
 pub fn extract_counted(
@@ -111,10 +126,21 @@ pub fn extract_counted(
     end: u32,
     cap: usize,
 ) -> (Result<Extracted, String>, usize) {
+    extract_scoped(answer, None, start, end, cap)
+}
+
+fn extract_scoped(
+    answer: &str,
+    path: Option<&str>,
+    start: u32,
+    end: u32,
+    cap: usize,
+) -> (Result<Extracted, String>, usize) {
     let mut pass = Pass::new(answer);
     let range = Range { start, end, cap };
     let found = pass.run(|| Collector {
         range,
+        path,
         entries: 0,
         out: Extracted::default(),
     });
@@ -152,13 +178,15 @@ struct Range {
 }
 
 /// Sorts one candidate's entries into kept, dropped (named) and over the cap.
-struct Collector {
+struct Collector<'p> {
     range: Range,
+    /// The unit's file, when known: entries naming another are dropped.
+    path: Option<&'p str>,
     entries: usize,
     out: Extracted,
 }
 
-impl Collector {
+impl Collector<'_> {
     fn drop_named(&mut self, title: Option<String>, reason: String) {
         if self.out.dropped.len() < MAX_NAMED_DROPS {
             self.out.dropped.push(Dropped {
@@ -170,7 +198,7 @@ impl Collector {
     }
 }
 
-impl Entries for Collector {
+impl Entries for Collector<'_> {
     fn wants(&self) -> bool {
         self.out.findings.len() < self.range.cap
     }
@@ -178,6 +206,15 @@ impl Entries for Collector {
     fn entry(&mut self, v: Value) {
         self.entries += 1;
         let Range { start, end, .. } = self.range;
+        if let Some(other) = self.path.and_then(|p| fields::other_file(&v, p)) {
+            self.out.dropped_other_file += 1;
+            let why = format!(
+                "it names another file ({other:?}, not {:?}): not moved onto this one",
+                self.path.unwrap_or_default()
+            );
+            self.drop_named(fields::title_of(&v), why);
+            return;
+        }
         match fields::validate(&v) {
             Err(why) => {
                 self.out.dropped_invalid += 1;

@@ -73,8 +73,7 @@ impl Answered {
         req: &AttemptRequest,
         cap: usize,
     ) -> std::result::Result<Option<Extracted>, Failure> {
-        let (start, end) = req.lines;
-        let got = findings::extract_capped(self.source(), start, end, cap);
+        let got = extract(self.source(), req.path.as_deref(), req.lines, cap);
         self.judge(got)
     }
 
@@ -93,9 +92,9 @@ impl Answered {
             return self.findings(req, cap);
         }
         let source = self.source().to_string();
-        let (start, end) = req.lines;
+        let (path, lines) = (req.path.clone(), req.lines);
         let got =
-            tokio::task::spawn_blocking(move || findings::extract_capped(&source, start, end, cap))
+            tokio::task::spawn_blocking(move || extract(&source, path.as_deref(), lines, cap))
                 .await
                 .unwrap_or_else(|e| Err(format!("the findings extraction did not finish ({e})")));
         self.judge(got)
@@ -154,6 +153,20 @@ impl Answered {
             None => why,
         };
         Some(Failure::new(Outcome::Refused, reason))
+    }
+}
+
+/// The answer's findings for a unit of `path` (when known: entries naming another file
+/// are dropped and counted) in `lines`.
+fn extract(
+    source: &str,
+    path: Option<&str>,
+    lines: (u32, u32),
+    cap: usize,
+) -> std::result::Result<Extracted, String> {
+    match path {
+        Some(p) => findings::extract_for(source, p, lines, cap),
+        None => findings::extract_capped(source, lines.0, lines.1, cap),
     }
 }
 

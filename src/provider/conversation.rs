@@ -129,9 +129,49 @@ impl FinishReason {
 /// and a tool loop's last call): its arguments are the findings object of DESIGN.md §9.
 pub const SUBMIT_FINDINGS: &str = "submit_findings";
 
-/// An id both protocols accept (`[A-Za-z0-9_-]+`, Anthropic's rule): a call made on one
-/// route may be answered on another. The same id maps to the same text every time, so a
-/// call and its result still match.
+/// The longest call id every protocol takes (OpenAI refuses a `tool_calls[].id` over
+/// 40 characters; Anthropic takes longer ones).
+pub const MAX_ID_CHARS: usize = 40;
+
+/// Gives each of this turn's `calls` an id unique within the transcript (`turns` before
+/// it) and valid on every protocol (DESIGN.md §15), whatever the provider sent: none,
+/// the same `call_0` every turn, or one over [`MAX_ID_CHARS`]. A provider's id is kept
+/// when it is valid and new; otherwise the call gets `wc_<n>`, `n` its place among the
+/// transcript's calls. Only the transcript sees these ids: each request sends the whole
+/// transcript, so a call and its result always name the same one.
+pub fn unique_ids(turns: &[Turn], calls: &mut [ToolCall]) {
+    let mut used: std::collections::HashSet<String> = turns
+        .iter()
+        .flat_map(|t| match t {
+            Turn::Assistant { calls, .. } => calls.iter().map(|c| c.id.clone()).collect(),
+            Turn::Results(_) => Vec::new(),
+        })
+        .collect();
+    let before = used.len();
+    for (i, call) in calls.iter_mut().enumerate() {
+        let mut n = before + i;
+        let valid = !call.id.is_empty()
+            && call.id.len() <= MAX_ID_CHARS
+            && call
+                .id
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+        if !valid || used.contains(&call.id) {
+            call.id = loop {
+                let id = format!("wc_{n}");
+                n += 1;
+                if !used.contains(&id) {
+                    break id;
+                }
+            };
+        }
+        used.insert(call.id.clone());
+    }
+}
+
+/// An id both protocols accept (`[A-Za-z0-9_-]{1,40}`: Anthropic's characters, OpenAI's
+/// length): a call made on one route may be answered on another. The same id maps to the
+/// same text every time, so a call and its result still match.
 pub(crate) fn wire_id(id: &str) -> String {
     let s: String = id
         .chars()
@@ -142,7 +182,7 @@ pub(crate) fn wire_id(id: &str) -> String {
                 '_'
             }
         })
-        .take(64)
+        .take(MAX_ID_CHARS)
         .collect();
     if s.is_empty() { "call".into() } else { s }
 }
@@ -275,11 +315,55 @@ mod tests {
         );
     }
 
+    fn named(ids: &[&str]) -> Vec<ToolCall> {
+        ids.iter()
+            .map(|id| ToolCall {
+                id: id.to_string(),
+                name: "read_file".into(),
+                arguments: "{}".into(),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn ids_are_unique_in_the_transcript_and_valid_everywhere() {
+        let long = "call_".to_string() + &"9".repeat(60);
+        let first = named(&["call_0", "call_0", "", &long, "bad id!", "ok-1"]);
+        let mut calls = first.clone();
+        unique_ids(&[], &mut calls);
+        let ids: Vec<&str> = calls.iter().map(|c| c.id.as_str()).collect();
+        assert_eq!(ids, ["call_0", "wc_1", "wc_2", "wc_3", "wc_4", "ok-1"]);
+        let turns = vec![
+            Turn::Assistant {
+                text: String::new(),
+                calls,
+            },
+            Turn::Results(Vec::new()),
+        ];
+        // The next turn repeats `call_0` and `ok-1`, and sends no id: all new.
+        let mut next = named(&["call_0", "ok-1", "", "mine_7"]);
+        unique_ids(&turns, &mut next);
+        let all: Vec<String> = turns
+            .iter()
+            .flat_map(|t| match t {
+                Turn::Assistant { calls, .. } => calls.clone(),
+                Turn::Results(_) => vec![],
+            })
+            .chain(next.clone())
+            .map(|c| c.id)
+            .collect();
+        let set: std::collections::HashSet<&String> = all.iter().collect();
+        assert_eq!(set.len(), all.len(), "{all:?}");
+        assert!(all.iter().all(|id| wire_id(id) == *id), "{all:?}");
+        assert_eq!(next[3].id, "mine_7", "a new valid id is kept");
+    }
+
     #[test]
     fn ids_and_arguments_cross_protocols_without_loss() {
         assert_eq!(wire_id("call_Ab-1"), "call_Ab-1");
         assert_eq!(wire_id("call.1/x"), "call_1_x");
         assert_eq!(wire_id(""), "call");
+        assert_eq!(wire_id(&"x".repeat(64)).len(), MAX_ID_CHARS);
         assert_eq!(
             arguments_object("{\"path\": \"a\"}"),
             serde_json::json!({"path": "a"})

@@ -28,6 +28,7 @@ mod tools_off;
 pub use attempt::{AttemptRecord, Correction, Outcome, Stage, Usage};
 pub use conversation::{
     Conversation, FinishReason, SUBMIT_FINDINGS, ToolCall, ToolChoice, ToolResult, ToolSpec, Turn,
+    unique_ids,
 };
 pub use http::ResponseCaps;
 pub use ratelimit::{RateLimitInfo, Window};
@@ -63,6 +64,9 @@ pub struct AttemptRequest {
     pub prompt: Prompt,
     /// The chunk's new-file lines: findings outside are dropped and counted.
     pub lines: (u32, u32),
+    /// The unit's file, when known: findings naming another file are dropped and
+    /// counted, never moved onto this one.
+    pub path: Option<String>,
     /// The attempt's clocks.
     pub limits: Limits,
     /// A tool loop's tools and transcript after the prompt (issue 29); `None` is the
@@ -79,6 +83,7 @@ impl AttemptRequest {
         AttemptRequest {
             prompt,
             lines,
+            path: None,
             limits,
             conversation: None,
             output_cap: None,
@@ -472,10 +477,12 @@ pub(crate) fn finish(
         }
         Ok(Some(extracted)) => {
             record.outcome = Outcome::Ok;
-            let dropped = extracted.dropped_out_of_range + extracted.dropped_invalid;
+            let dropped = extracted.dropped_count();
             record.reason = match (extracted.findings.len(), dropped) {
                 (n, 0) => format!("{n} finding{}", if n == 1 { "" } else { "s" }),
-                (n, d) => format!("{n} findings, {d} dropped (out of range or invalid)"),
+                (n, d) => {
+                    format!("{n} findings, {d} dropped (out of range, invalid or of another file)")
+                }
             };
             Attempt::new(record, Some(extracted))
         }

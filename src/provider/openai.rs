@@ -2,7 +2,9 @@
 
 use super::attempt::{Outcome, Usage};
 use super::classify::Failure;
-use super::conversation::{CallParts, Conversation, ToolCall, ToolChoice, ToolSpec, Turn, wire_id};
+use super::conversation::{
+    CallParts, Conversation, SUBMIT_FINDINGS, ToolCall, ToolChoice, ToolSpec, Turn, wire_id,
+};
 use super::http::{Answer, Decoder, Step};
 use super::request::BodySpec;
 use super::sse::SseItem;
@@ -39,12 +41,18 @@ pub(crate) fn body(spec: &BodySpec) -> Value {
 }
 
 /// Tool definitions, OpenAI's shape (the shared prefix: same order every request).
+/// `submit_findings` is a strict function (DESIGN.md §15): its arguments then follow the
+/// findings schema exactly, as structured output's do in a single-shot review.
 fn tools(specs: &[ToolSpec]) -> Value {
     specs
         .iter()
         .map(|t| {
-            json!({"type": "function", "function": {
-                "name": t.name, "description": t.description, "parameters": t.parameters}})
+            let mut f = json!({"name": t.name, "description": t.description,
+                               "parameters": t.parameters});
+            if t.name == SUBMIT_FINDINGS {
+                f["strict"] = json!(true);
+            }
+            json!({"type": "function", "function": f})
         })
         .collect()
 }

@@ -257,6 +257,7 @@ mod tests {
                     user: format!("unit {k}"),
                 },
                 lines: (1, 10),
+                path: None,
                 limits: Limits {
                     connect: long,
                     first_token: long,

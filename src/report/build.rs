@@ -308,7 +308,13 @@ fn finding(
 }
 
 pub(super) fn counters(units: &[UnitReport], summary: &Summary) -> Counters {
-    let moves = || units.iter().flat_map(|u| u.routes_tried.windows(2));
+    let next = |kind| {
+        units
+            .iter()
+            .flat_map(|u| u.attempts.windows(2))
+            .filter(|w| super::metrics::next_kind(&w[0], &w[1]) == kind)
+            .count()
+    };
     Counters {
         attempts: units.iter().map(|u| u.attempts.len()).sum(),
         timeouts: units
@@ -316,8 +322,9 @@ pub(super) fn counters(units: &[UnitReport], summary: &Summary) -> Counters {
             .flat_map(|u| &u.attempts)
             .filter(|a| a.outcome == Outcome::Timeout)
             .count(),
-        failovers: moves().filter(|w| w[0] != w[1]).count(),
-        retries: moves().filter(|w| w[0] == w[1]).count(),
+        failovers: next(super::metrics::Next::Failover),
+        retries: next(super::metrics::Next::Retry),
+        turns: next(super::metrics::Next::Turn),
         units_not_reviewed: summary.units - summary.reviewed,
     }
 }

@@ -233,11 +233,12 @@ fn routes(out: &mut String, r: &Report) {
     let c = &r.counters;
     let _ = writeln!(
         out,
-        "<details><summary>Routes, attempts and budget</summary>\n\n{} of a {} review budget{} · {} attempts, {} failovers, {} retries, {} timeouts · target {}\n",
+        "<details><summary>Routes, attempts and budget</summary>\n\n{} of a {} review budget{} · {} attempts, {} loop turns, {} failovers, {} retries, {} timeouts · target {}\n",
         duration(r.duration_ms),
         duration(r.budget_ms),
         if r.budget_expired { " (ran out)" } else { "" },
         c.attempts,
+        c.turns,
         c.failovers,
         c.retries,
         c.timeouts,

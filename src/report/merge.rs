@@ -233,6 +233,7 @@ fn add_route(acc: &mut RouteMetrics, m: &RouteMetrics) {
     acc.failed += m.failed;
     acc.cancelled += m.cancelled;
     acc.retries += m.retries;
+    acc.turns += m.turns;
     acc.failovers_from += m.failovers_from;
     acc.failovers_to += m.failovers_to;
     acc.max_ms = acc.max_ms.max(m.max_ms);

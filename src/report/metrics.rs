@@ -54,8 +54,13 @@ pub struct RouteMetrics {
     pub failed: usize,
     /// Attempts cancelled (budget expiry or a signal).
     pub cancelled: usize,
-    /// Attempts that repeated this route for the same unit.
+    /// Attempts that repeated this route for the same unit after a failed one (a tool
+    /// loop's next turn is no retry: see `turns`).
     pub retries: usize,
+    /// Attempts that were a tool loop's next turn (the unit's attempt before was
+    /// answered): work, not retries (DESIGN.md §15).
+    #[serde(default)]
+    pub turns: usize,
     /// Units that moved away from / to this route after a failure.
     pub failovers_from: usize,
     /// Units that moved to this route after a failure elsewhere.
@@ -151,15 +156,15 @@ pub(super) fn route_metrics(
         .flat_map(|u| &u.attempts)
         .chain(&later)
         .collect();
-    let tried: Vec<&[String]> = units
+    let later_units: Vec<Vec<AttemptReport>> = verification
         .iter()
-        .map(|u| u.routes_tried.as_slice())
-        .chain(
-            verification
-                .iter()
-                .flat_map(|v| &v.units)
-                .map(|u| u.routes_tried.as_slice()),
-        )
+        .flat_map(|v| &v.units)
+        .map(|u| u.attempts.iter().map(AttemptReport::from).collect())
+        .collect();
+    let tried: Vec<Vec<&AttemptReport>> = units
+        .iter()
+        .map(|u| u.attempts.iter().collect())
+        .chain(later_units.iter().map(|a| a.iter().collect()))
         .collect();
     engine
         .route_order
@@ -184,25 +189,56 @@ pub(super) fn route_metrics(
         .collect()
 }
 
-/// Retries on the route, and moves away from and to it, over every unit's route list.
-fn moves(name: &str, tried: &[&[String]]) -> (usize, usize, usize) {
-    let (mut retries, mut from, mut to) = (0, 0, 0);
+/// What a unit's attempt after another was.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Next {
+    /// A tool loop's next turn: the attempt before was answered.
+    Turn,
+    /// The same route again after a failed attempt.
+    Retry,
+    /// Another route after a failed attempt.
+    Failover,
+}
+
+/// How the attempt `next` followed `prev` of the same unit.
+pub(super) fn next_kind(prev: &AttemptReport, next: &AttemptReport) -> Next {
+    if prev.outcome == Outcome::Ok {
+        Next::Turn
+    } else if prev.route == next.route {
+        Next::Retry
+    } else {
+        Next::Failover
+    }
+}
+
+/// Retries and turns on the route, and moves away from and to it, over every unit's
+/// attempts.
+fn moves(name: &str, tried: &[Vec<&AttemptReport>]) -> Moves {
+    let mut m = Moves::default();
     for w in tried.iter().flat_map(|t| t.windows(2)) {
-        if w[0] == w[1] && w[0] == name {
-            retries += 1;
-        } else if w[0] == name {
-            from += 1;
-        } else if w[1] == name {
-            to += 1;
+        match next_kind(w[0], w[1]) {
+            Next::Turn if w[1].route == name => m.turns += 1,
+            Next::Retry if w[0].route == name => m.retries += 1,
+            Next::Failover if w[0].route == name => m.from += 1,
+            Next::Failover if w[1].route == name => m.to += 1,
+            _ => {}
         }
     }
-    (retries, from, to)
+    m
+}
+
+#[derive(Default)]
+struct Moves {
+    retries: usize,
+    turns: usize,
+    from: usize,
+    to: usize,
 }
 
 fn figures(
     name: &str,
     attempts: &[&AttemptReport],
-    tried: &[&[String]],
+    tried: &[Vec<&AttemptReport>],
     summary: &RouteSummary,
     units_not_reviewed: usize,
 ) -> RouteMetrics {
@@ -221,7 +257,12 @@ fn figures(
     let ttfts: Vec<u64> = attempts.iter().filter_map(|a| a.ttft_ms).collect();
     let (p50, p95, max) = percentiles(&durations);
     let (t50, t95, _) = percentiles(&ttfts);
-    let (retries, from, to) = moves(name, tried);
+    let Moves {
+        retries,
+        turns,
+        from,
+        to,
+    } = moves(name, tried);
     let costs: Vec<f64> = attempts.iter().filter_map(|a| a.cost).collect();
     let input: u64 = attempts.iter().filter_map(|a| a.input_tokens).sum();
     let cached: u64 = attempts.iter().filter_map(|a| a.cached_input_tokens).sum();
@@ -240,6 +281,7 @@ fn figures(
         failed: attempts.iter().filter(|a| a.outcome.is_failure()).count(),
         cancelled: count(Outcome::Cancelled),
         retries,
+        turns,
         failovers_from: from,
         failovers_to: to,
         p50_ms: p50,

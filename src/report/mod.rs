@@ -218,8 +218,11 @@ pub struct Counters {
     pub timeouts: usize,
     /// Units that moved to another route after a failure (fallbacks).
     pub failovers: usize,
-    /// Further attempts on the same route.
+    /// Further attempts on the same route after a failed one.
     pub retries: usize,
+    /// Tool loops' further turns (attempts after an answered one): not retries.
+    #[serde(default)]
+    pub turns: usize,
     /// Units that did not end reviewed.
     pub units_not_reviewed: usize,
 }

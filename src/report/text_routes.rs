@@ -57,7 +57,10 @@ pub(super) fn routes(out: &mut String, r: &Report, layout: Layout) {
         };
         let _ = writeln!(out, "{row}");
         let lead = " ".repeat(name_w + 3);
-        for extra in [load_line(m), tokens_line(m)].into_iter().flatten() {
+        for extra in [calls_line(m), load_line(m), tokens_line(m)]
+            .into_iter()
+            .flatten()
+        {
             wrap::line(out, &lead, name_w + 5, &extra, Style::new(), layout.width);
         }
     }
@@ -116,6 +119,22 @@ fn compact_row(name: &str, c: [&str; 5], breaker: &str, w: usize) -> String {
 
 /// A route's effective limit and back-pressure (DESIGN.md section 13), under its row when
 /// the run followed them or the provider pushed back.
+/// What a route's calls were beyond each unit's first: tool loops' further turns and
+/// retries after failures, counted apart (a healthy loop's turns are not retries).
+fn calls_line(m: &RouteMetrics) -> Option<String> {
+    if m.turns + m.retries == 0 {
+        return None;
+    }
+    let s = |n: usize| if n == 1 { "" } else { "s" };
+    Some(format!(
+        "calls: {} loop turn{}, {} retr{}",
+        m.turns,
+        s(m.turns),
+        m.retries,
+        if m.retries == 1 { "y" } else { "ies" }
+    ))
+}
+
 fn load_line(m: &RouteMetrics) -> Option<String> {
     let bp = &m.backpressure;
     if m.limit.is_none() && bp.answers == 0 && bp.paused_ms == 0 {

@@ -176,7 +176,10 @@ pub struct ToolAnswer {
     pub content: String,
     /// The call was refused or failed (the model is told so).
     pub is_error: bool,
-    /// A SHA-256 of `content` (hex): the result cache replays calls and compares these.
+    /// A SHA-256 (hex) of what the model read: `content`, with the name of where it was
+    /// read (`the head commit 1a2b3c4`) left out, so the result cache, which replays calls
+    /// and compares these, hits after a push that left the read content alone (DESIGN.md
+    /// §15: hashes cover what was read, not where).
     pub hash: String,
 }
 
@@ -191,14 +194,21 @@ impl ToolAnswer {
     }
 
     fn new(content: String, is_error: bool) -> Self {
-        use sha2::Digest;
-        let hash = sha2::Sha256::digest(content.as_bytes());
-        let hash = hash.iter().map(|b| format!("{b:02x}")).collect();
+        let hash = sha256(&content);
         ToolAnswer {
             content,
             is_error,
             hash,
         }
+    }
+
+    /// This answer, its hash taken without `place` (where the tool read: the source's
+    /// description, written once in each result's header).
+    fn read_at(mut self, place: &str) -> Self {
+        if !place.is_empty() && self.content.contains(place) {
+            self.hash = sha256(&self.content.replacen(place, "the reviewed tree", 1));
+        }
+        self
     }
 
     /// Bytes of the content (what the per-unit byte cap counts).
@@ -310,11 +320,19 @@ impl Toolbox {
             Tool::Grep => search::grep(self, &args, halt),
             Tool::ListFiles => search::list_files(self, &args, halt),
         };
-        match answer {
+        let answer = match answer {
             Ok(text) => ToolAnswer::ok((self.redact)(&text)),
             Err(why) => ToolAnswer::error((self.redact)(&format!("`{}`: {why}", tool.name()))),
-        }
+        };
+        answer.read_at(&self.source.describe())
     }
+}
+
+/// SHA-256 of `text`, as hex.
+fn sha256(text: &str) -> String {
+    use sha2::Digest;
+    let hash = sha2::Sha256::digest(text.as_bytes());
+    hash.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// The arguments as a JSON object (an empty text is `{}`).

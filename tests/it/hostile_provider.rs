@@ -157,6 +157,7 @@ fn request(limits: Limits) -> AttemptRequest {
             user: "review lines 1-20".into(),
         },
         lines: (1, 20),
+        path: None,
         limits,
         conversation: None,
         output_cap: None,

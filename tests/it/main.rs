@@ -39,6 +39,7 @@ mod invariant;
 mod layers;
 mod local_models;
 mod local_presets;
+mod loop_ids;
 mod many_routes;
 mod newcomer;
 mod output_links;

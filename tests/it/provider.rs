@@ -58,6 +58,7 @@ fn request() -> AttemptRequest {
             user: "review lines 1-20".into(),
         },
         lines: (1, 20),
+        path: None,
         limits: limits(),
         conversation: None,
         output_cap: None,

@@ -40,7 +40,9 @@ fn tools() -> Vec<ToolSpec> {
         .map(|n| ToolSpec {
             name: n.to_string(),
             description: format!("the {n} tool"),
-            parameters: json!({"type": "object", "properties": {}}),
+            // Strict-valid (OpenAI refuses `submit_findings`, a strict function, otherwise).
+            parameters: json!({"type": "object", "properties": {}, "required": [],
+                               "additionalProperties": false}),
         })
         .collect()
 }

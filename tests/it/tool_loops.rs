@@ -5,7 +5,7 @@
 use crate::cache::{Setup, sources};
 use crate::support::fake_provider::Behavior;
 use crate::support::*;
-use serde_json::Value;
+use serde_json::{Value, json};
 
 fn unit<'a>(v: &'a Value, path: &str, start: u64) -> &'a Value {
     v["units"]
@@ -227,4 +227,85 @@ fn a_named_pipe_the_model_asks_to_read_is_refused_by_name_and_the_review_ends_in
         told.contains("src/pipe.rs") && told.contains("named pipe (FIFO), not a regular file"),
         "{told}"
     );
+}
+
+#[test]
+fn a_push_that_leaves_a_loop_s_reads_alone_hits_the_cache_whatever_the_commit() {
+    // A pull request as CI reviews it: a commit range, the tools reading the head commit
+    // (whose id each result names). Only what the model read decides a replay.
+    let s = Setup::with_repo(repo_with_grown_files(2, "f", 120));
+    s.config("[defaults]\nignorePaths = [\"docs/**\"]\n");
+    s.fake.default_behavior(Behavior::Agent);
+    s.repo.git(&["checkout", "-q", "-b", "pr"]);
+    s.repo.write("docs/notes.md", "notes\n");
+    s.repo.commit_all("the change");
+    let (_, first, _, asked) = s.json(&["main...pr"]);
+    assert_eq!(asked, 4, "two units, each a read and a submit: {first}");
+    assert_eq!(sources(&first), ["model", "model"]);
+    let read = s
+        .fake
+        .requests()
+        .iter()
+        .filter_map(|r| {
+            let m = r.body["messages"].as_array()?;
+            m.iter().find(|m| m["role"] == "tool").cloned()
+        })
+        .next()
+        .expect("a tool result");
+    assert!(
+        read.to_string().contains("the head commit"),
+        "the tools read the head commit: {read}"
+    );
+
+    // A push that changes a file no loop read: a new head commit, the same reads.
+    s.repo.write("docs/notes.md", "other notes\n");
+    s.repo.commit_all("docs only");
+    let (_, second, _, asked) = s.json(&["main...pr"]);
+    assert_eq!(asked, 0, "{second}");
+    assert_eq!(sources(&second), ["cache", "cache"]);
+
+    // A push that changes the top of f0.rs, far above its reviewed chunk: the loop of
+    // f0's unit read it, so that unit is asked again; f1's still comes from the cache.
+    let text = source_lines(122, "f0").replacen("f0_1 = compute(1)", "f0_1 = compute(-1)", 1);
+    s.repo.write("src/f0.rs", &text);
+    s.repo.commit_all("f0 again");
+    let (_, third, _, _) = s.json(&["main...pr"]);
+    assert_eq!(unit(&third, "src/f1.rs", 121)["source"], "cache", "{third}");
+    assert_eq!(unit(&third, "src/f0.rs", 121)["source"], "model", "{third}");
+}
+
+#[test]
+fn a_loop_s_turns_are_counted_apart_from_retries_in_json_and_text() {
+    let s = Setup::new(1);
+    // One route: one failed attempt (retried on it), then a read and a submit.
+    let routes = fake_routes(&s.fake.base_url(), crate::cache::KEY_VAR, 2);
+    let primary = routes.split("[[routes]]").nth(1).unwrap();
+    std::fs::write(
+        s.config_path(),
+        format!("version = 1\n[execution]\nreviewBudget = \"20s\"\nhunkBudget = \"8s\"\nrequestTimeout = \"3s\"\n[[routes]]{primary}"),
+    )
+    .unwrap();
+    s.fake
+        .script("primary", vec![Behavior::status(500), Behavior::Agent]);
+    let (_, v, _, asked) = s.json(&["--no-cache"]);
+    assert_eq!(asked, 3, "{v}");
+    assert_eq!(v["units"][0]["status"], "reviewed", "{v}");
+    let c = &v["counters"];
+    assert_eq!(
+        (&c["attempts"], &c["retries"], &c["turns"], &c["failovers"]),
+        (&json!(3), &json!(1), &json!(1), &json!(0)),
+        "{c}"
+    );
+    let m = &v["routes"]["primary"];
+    assert_eq!((&m["retries"], &m["turns"]), (&json!(1), &json!(1)), "{m}");
+
+    // A healthy loop: turns, and no retry at all.
+    let s = Setup::new(2);
+    s.fake.default_behavior(Behavior::Agent);
+    let (_, v, _, asked) = s.json(&["--no-cache"]);
+    assert_eq!(asked, 4, "{v}");
+    let c = &v["counters"];
+    assert_eq!((&c["retries"], &c["turns"]), (&json!(0), &json!(2)), "{c}");
+    let (_, text, _) = s.run(&["--no-cache", "-v"]);
+    assert!(text.contains("calls: 2 loop turns, 0 retries"), "{text}");
 }

@@ -15,6 +15,8 @@ pub mod fake_models;
 pub mod fake_refusal;
 #[path = "fake_tools.rs"]
 pub mod fake_tools;
+#[path = "fake_wire.rs"]
+pub mod fake_wire;
 
 use serde_json::{Value, json};
 use std::collections::{HashMap, VecDeque};
@@ -213,6 +215,8 @@ struct State {
     refused_params: Vec<String>,
     /// Prompt tokens every answer's usage reports as cached reads.
     cached_tokens: Option<u64>,
+    /// How the tool calls the fake sends are named.
+    call_ids: fake_wire::CallIds,
 }
 
 /// A behaviour chosen from the request's JSON body.
@@ -405,6 +409,12 @@ impl FakeProvider {
         self
     }
 
+    /// Names the tool calls the fake sends this way from now on.
+    pub fn call_ids(&self, ids: fake_wire::CallIds) -> &Self {
+        self.state.lock().unwrap().call_ids = ids;
+        self
+    }
+
     /// Requests the fake's capacity answered 429.
     pub fn refused(&self) -> usize {
         self.requests().iter().filter(|r| r.refused).count()
@@ -537,7 +547,9 @@ async fn handle(
     let responder = state.lock().unwrap().responder.clone();
     let refused = state.lock().unwrap().refused_params.clone();
     let behavior = if let Some((code, body)) =
-        fake_models::refusal(anthropic, &model, &body, &refused).filter(|_| served)
+        fake_models::refusal(anthropic, &model, &body, &refused)
+            .or_else(|| fake_wire::refusal(anthropic, &body))
+            .filter(|_| served)
     {
         Behavior::Status {
             code,
@@ -572,8 +584,13 @@ async fn handle(
             }
         }
     };
+    let (ids, cached) = {
+        let st = state.lock().unwrap();
+        (st.call_ids, st.cached_tokens)
+    };
     let w = Wire {
-        cached: state.lock().unwrap().cached_tokens,
+        ids,
+        cached,
         anthropic,
         stream,
         model,
@@ -591,6 +608,8 @@ async fn handle(
 }
 
 struct Wire {
+    /// How tool calls are named.
+    ids: fake_wire::CallIds,
     /// Prompt tokens the answer's usage reports as read from the cache.
     cached: Option<u64>,
     anthropic: bool,
@@ -716,9 +735,9 @@ impl Wire {
             }
             Behavior::ToolCalls(calls) => {
                 let body = if self.stream {
-                    fake_tools::stream(self.anthropic, &self.model, calls)
+                    fake_tools::stream(self.anthropic, &self.model, calls, self.ids)
                 } else {
-                    fake_tools::body(self.anthropic, &self.model, calls)
+                    fake_tools::body(self.anthropic, &self.model, calls, self.ids)
                 };
                 self.ok_headers(wr, (!self.stream).then_some(body.len()))
                     .await;

@@ -7,6 +7,7 @@
 
 #![allow(dead_code)]
 
+use super::fake_wire::CallIds;
 use serde_json::{Value, json};
 
 /// One scripted call: the tool's name and its arguments as raw JSON text.
@@ -43,7 +44,7 @@ fn event(kind: &str, data: Value) -> String {
 }
 
 /// The whole event stream of an answer made of these calls.
-pub fn stream(anthropic: bool, model: &str, calls: &[Call]) -> String {
+pub fn stream(anthropic: bool, model: &str, calls: &[Call], ids: CallIds) -> String {
     let mut out = String::new();
     if anthropic {
         out += &event(
@@ -55,7 +56,7 @@ pub fn stream(anthropic: bool, model: &str, calls: &[Call]) -> String {
             out += &event(
                 "content_block_start",
                 json!({"type": "content_block_start", "index": i,
-                       "content_block": {"type": "tool_use", "id": format!("toolu_{i}"), "name": name, "input": {}}}),
+                       "content_block": {"type": "tool_use", "id": ids.id(true, i), "name": name, "input": {}}}),
             );
             let (a, b) = halves(args);
             for piece in [a, b] {
@@ -83,12 +84,12 @@ pub fn stream(anthropic: bool, model: &str, calls: &[Call]) -> String {
         Value::Null,
     );
     for (i, (name, args)) in calls.iter().enumerate() {
-        out += &openai_chunk(
-            model,
-            json!({"tool_calls": [{"index": i, "id": format!("call_{i}"), "type": "function",
-                                   "function": {"name": name, "arguments": ""}}]}),
-            Value::Null,
-        );
+        let mut first = json!({"index": i, "type": "function",
+                               "function": {"name": name, "arguments": ""}});
+        if let Some(id) = ids.id(false, i) {
+            first["id"] = json!(id);
+        }
+        out += &openai_chunk(model, json!({ "tool_calls": [first] }), Value::Null);
         let (a, b) = halves(args);
         for piece in [a, b] {
             out += &openai_chunk(
@@ -109,7 +110,7 @@ pub fn stream(anthropic: bool, model: &str, calls: &[Call]) -> String {
 
 /// The whole (non-streamed) answer made of these calls. Anthropic's `input` is an object:
 /// arguments that are not one are sent as a JSON string (a hostile server's shape).
-pub fn body(anthropic: bool, model: &str, calls: &[Call]) -> String {
+pub fn body(anthropic: bool, model: &str, calls: &[Call], ids: CallIds) -> String {
     if anthropic {
         let content: Vec<Value> = calls
             .iter()
@@ -119,7 +120,7 @@ pub fn body(anthropic: bool, model: &str, calls: &[Call]) -> String {
                     .ok()
                     .filter(Value::is_object)
                     .unwrap_or_else(|| json!(args));
-                json!({"type": "tool_use", "id": format!("toolu_{i}"), "name": name, "input": input})
+                json!({"type": "tool_use", "id": ids.id(true, i), "name": name, "input": input})
             })
             .collect();
         return json!({"id": "msg_fake", "type": "message", "role": "assistant", "model": model,
@@ -131,8 +132,11 @@ pub fn body(anthropic: bool, model: &str, calls: &[Call]) -> String {
         .iter()
         .enumerate()
         .map(|(i, (name, args))| {
-            json!({"id": format!("call_{i}"), "type": "function",
-                   "function": {"name": name, "arguments": args}})
+            let mut c = json!({"type": "function", "function": {"name": name, "arguments": args}});
+            if let Some(id) = ids.id(false, i) {
+                c["id"] = json!(id);
+            }
+            c
         })
         .collect();
     json!({"id": "gen-fake", "object": "chat.completion", "model": model,

@@ -8,7 +8,7 @@ pub mod fake_context;
 pub mod fake_github;
 pub mod fake_provider;
 pub mod github_oracle;
-pub use fake_provider::{fake_models, fake_tools};
+pub use fake_provider::{fake_models, fake_tools, fake_wire};
 pub mod litellm;
 pub mod llama;
 pub mod oracle;

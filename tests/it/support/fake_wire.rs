@@ -1,0 +1,217 @@
+//! The fake provider's request checks, as strict as the real APIs (a fake must never be
+//! more lenient than what it stands for): a request the real service answers with a 400
+//! gets that 400 here, in the protocol's shape, before any scripted behaviour.
+//!
+//! - Tool-call ids: Anthropic takes `tool_use.id` matching `^[a-zA-Z0-9_-]+$`, unique in
+//!   the request, and every `tool_result` must answer a `tool_use` of the assistant
+//!   message just before it; OpenAI refuses a `tool_calls[].id` over 40 characters, and a
+//!   `role: tool` message whose `tool_call_id` no earlier assistant call has.
+//! - Strict functions (OpenAI `strict: true`): every object of the schema closes its
+//!   properties (`additionalProperties: false`) and requires every one of them.
+//! - `tool_choice` naming a tool the request does not offer.
+
+#![allow(dead_code)]
+
+use serde_json::{Value, json};
+use std::collections::HashSet;
+
+/// The 400 (status, body) this request gets, if any.
+pub fn refusal(anthropic: bool, body: &Value) -> Option<(u16, String)> {
+    let why = if anthropic {
+        anthropic_transcript(body).or_else(|| forced_tool_offered(body, true))
+    } else {
+        openai_transcript(body)
+            .or_else(|| strict_functions(body))
+            .or_else(|| forced_tool_offered(body, false))
+    }?;
+    let doc = if anthropic {
+        json!({"type": "error", "error": {"type": "invalid_request_error", "message": why}})
+    } else {
+        json!({"error": {"message": why, "type": "invalid_request_error", "param": "messages", "code": null}})
+    };
+    Some((400, doc.to_string()))
+}
+
+fn messages(body: &Value) -> Vec<Value> {
+    body["messages"].as_array().cloned().unwrap_or_default()
+}
+
+fn anthropic_transcript(body: &Value) -> Option<String> {
+    let mut seen = HashSet::new();
+    let mut previous: HashSet<String> = HashSet::new();
+    let unanswered = |i: usize, ids: &HashSet<String>| {
+        format!(
+            "messages.{i}: `tool_use` ids were found without `tool_result` blocks immediately after: {}",
+            ids.iter().cloned().collect::<Vec<_>>().join(", ")
+        )
+    };
+    for (i, m) in messages(body).iter().enumerate() {
+        let blocks = m["content"].as_array().cloned().unwrap_or_default();
+        let answered: HashSet<String> = blocks
+            .iter()
+            .filter(|b| b["type"] == "tool_result")
+            .filter_map(|b| b["tool_use_id"].as_str().map(str::to_string))
+            .collect();
+        let missing: HashSet<String> = previous.difference(&answered).cloned().collect();
+        if !missing.is_empty() {
+            return Some(unanswered(i, &missing));
+        }
+        let mut this_turn = HashSet::new();
+        for (j, b) in blocks.iter().enumerate() {
+            match b["type"].as_str() {
+                Some("tool_use") => {
+                    let id = b["id"].as_str().unwrap_or("");
+                    let ok = !id.is_empty()
+                        && id
+                            .chars()
+                            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+                    if !ok {
+                        return Some(format!(
+                            "messages.{i}.content.{j}.tool_use.id: String should match pattern '^[a-zA-Z0-9_-]+$'"
+                        ));
+                    }
+                    if !seen.insert(id.to_string()) {
+                        return Some(format!(
+                            "messages.{i}.content.{j}: `tool_use` ids must be unique"
+                        ));
+                    }
+                    this_turn.insert(id.to_string());
+                }
+                Some("tool_result") => {
+                    let id = b["tool_use_id"].as_str().unwrap_or("");
+                    if !previous.contains(id) {
+                        return Some(format!(
+                            "messages.{i}.content.{j}: unexpected `tool_use_id` found in `tool_result` blocks: {id}. Each `tool_result` block must have a corresponding `tool_use` block in the previous message."
+                        ));
+                    }
+                }
+                _ => {}
+            }
+        }
+        previous = this_turn;
+    }
+    (!previous.is_empty()).then(|| unanswered(messages(body).len(), &previous))
+}
+
+fn openai_transcript(body: &Value) -> Option<String> {
+    let mut calls = HashSet::new();
+    let mut open: Vec<String> = Vec::new();
+    for (i, m) in messages(body).iter().enumerate() {
+        if m["role"] != "tool" && !open.is_empty() {
+            return Some(format!(
+                "An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. The following tool_call_ids did not have response messages: {} (messages[{i}])",
+                open.join(", ")
+            ));
+        }
+        for (j, c) in m["tool_calls"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+            .iter()
+            .enumerate()
+        {
+            let id = c["id"].as_str().unwrap_or("");
+            if id.chars().count() > 40 {
+                return Some(format!(
+                    "Invalid 'messages[{i}].tool_calls[{j}].id': string too long. Expected a string with maximum length 40, but got a string with length {} instead.",
+                    id.chars().count()
+                ));
+            }
+            calls.insert(id.to_string());
+            open.push(id.to_string());
+        }
+        if m["role"] == "tool" {
+            let id = m["tool_call_id"].as_str().unwrap_or("");
+            open.retain(|o| o != id);
+            if !calls.contains(id) {
+                return Some(format!(
+                    "Invalid parameter: messages with role 'tool' must be a response to a preceeding message with 'tool_calls'. (messages[{i}], tool_call_id {id:?})"
+                ));
+            }
+        }
+    }
+    None
+}
+
+/// OpenAI's rule for `strict: true` functions (Structured Outputs).
+fn strict_functions(body: &Value) -> Option<String> {
+    for t in body["tools"].as_array().cloned().unwrap_or_default() {
+        let f = &t["function"];
+        if f["strict"] == true
+            && let Err(why) = strict_schema(&f["parameters"], "()")
+        {
+            return Some(format!(
+                "Invalid schema for function '{}': In context={why}",
+                f["name"].as_str().unwrap_or("")
+            ));
+        }
+    }
+    None
+}
+
+fn strict_schema(v: &Value, at: &str) -> Result<(), String> {
+    if let Some(props) = v["properties"].as_object() {
+        if v["additionalProperties"] != false {
+            return Err(format!(
+                "{at}, 'additionalProperties' is required to be supplied and to be false."
+            ));
+        }
+        let required: HashSet<&str> = v["required"]
+            .as_array()
+            .map(|r| r.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        for (k, p) in props {
+            if !required.contains(k.as_str()) {
+                return Err(format!(
+                    "{at}, 'required' is required to be supplied and to be an array including every key in properties. Missing '{k}'."
+                ));
+            }
+            strict_schema(p, &format!("('properties', '{k}')"))?;
+        }
+    }
+    if v.get("items").is_some() {
+        strict_schema(&v["items"], &format!("{at}, 'items'"))?;
+    }
+    Ok(())
+}
+
+/// A `tool_choice` that forces a tool the request does not offer.
+fn forced_tool_offered(body: &Value, anthropic: bool) -> Option<String> {
+    let forced = if anthropic {
+        (body["tool_choice"]["type"] == "tool").then(|| body["tool_choice"]["name"].clone())
+    } else {
+        body["tool_choice"]["function"]["name"]
+            .as_str()
+            .map(|n| json!(n))
+    }?;
+    let offered = body["tools"].as_array().is_some_and(|t| {
+        t.iter()
+            .any(|t| t["name"] == forced || t["function"]["name"] == forced)
+    });
+    (!offered).then(|| format!("tool_choice names a tool that is not in tools: {forced}"))
+}
+
+/// How the fake names the tool calls it sends.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum CallIds {
+    /// `call_<i>` / `toolu_<i>` by the call's place in the answer: the same ids every
+    /// turn (an OpenAI-compatible server that numbers calls per answer).
+    #[default]
+    PerAnswer,
+    /// No id at all (OpenAI-compatible servers that omit it).
+    Missing,
+    /// Ids of 64 characters.
+    Long,
+}
+
+impl CallIds {
+    /// The id of the call at `i`, in this protocol (None: the field is left out).
+    pub fn id(self, anthropic: bool, i: usize) -> Option<String> {
+        let prefix = if anthropic { "toolu" } else { "call" };
+        match self {
+            CallIds::PerAnswer => Some(format!("{prefix}_{i}")),
+            CallIds::Missing => None,
+            CallIds::Long => Some(format!("{prefix}_{i}_{}", "x".repeat(56))),
+        }
+    }
+}
