@@ -4,6 +4,7 @@
 mod ca_cert;
 mod cache;
 mod fleet;
+mod guidance;
 mod overrides;
 mod policy;
 mod publish;
@@ -18,6 +19,7 @@ mod tools;
 mod unknown_keys;
 pub mod url;
 
+pub use guidance::{GUIDANCE_CAP, GUIDANCE_FILES, Guidance, GuidanceDoc, Instruction};
 pub use overrides::{Overrides, SIM_SCALE};
 pub use policy::Thresholds;
 pub use publish::{PublishSettings, Resolve};

@@ -30,6 +30,9 @@ pub(crate) struct RawConfig {
     pub cache: Option<RawCache>,
     pub fleet: Option<RawFleet>,
     pub publish: Option<RawPublish>,
+    /// `[[instructions]]`: repository guidance for the files `paths` matches.
+    #[serde(default)]
+    pub instructions: Vec<RawInstruction>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -302,4 +305,13 @@ pub(crate) struct RawPublish {
     /// `true`, `false` or `"report"`.
     pub resolve: Option<S<toml::Value>>,
     pub max_resolve: Option<S<i64>>,
+}
+
+/// `[[instructions]]`: guidance for the files `paths` matches (every file without it).
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct RawInstruction {
+    pub paths: Option<S<Vec<String>>>,
+    pub text: Option<S<String>>,
+    pub file: Option<S<String>>,
 }

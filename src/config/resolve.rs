@@ -171,6 +171,8 @@ pub(super) fn resolve(raw: RawConfig, ctx: &Ctx) -> Result<Settings, Error> {
         Some(c) => ctx.positive(c, "runner.concurrency")? as usize,
         None => 4,
     };
+    s.instructions =
+        super::guidance::resolve(&raw.instructions).map_err(|(at, msg)| ctx.err_at(at, msg))?;
     s.routes = resolve_routes(&raw.routes, ctx, default_cap)?;
     if s.execution.cost_budget.is_some() {
         for r in s.routes.iter().filter(|r| r.prices.is_none()) {

@@ -23,6 +23,11 @@ pub struct Settings {
     pub max_findings: Option<usize>,
     /// `defaults.ignorePaths` plus `defaults.ignore.paths`, in that order.
     pub ignore: PathRules,
+    /// `[[instructions]]`: repository guidance by path.
+    pub instructions: Vec<super::Instruction>,
+    /// The repository's guidance as read from the config's side (filled by the loader:
+    /// `trust`), which each unit's prompt carries where its paths match.
+    pub guidance: super::Guidance,
     /// `defaultBranch`: the base of a clean tree's review.
     pub default_branch: Option<String>,
     /// `[defaults.verification] enabled`: optional second pass, shed first on low budget.
@@ -497,6 +502,8 @@ impl Default for Settings {
             fleet: FleetSettings::default(),
             publish: Default::default(),
             warnings: Vec::new(),
+            instructions: Vec::new(),
+            guidance: super::Guidance::default(),
             unknown_keys: Vec::new(),
             strict_config: false,
         }

@@ -37,6 +37,30 @@ pub struct Plan {
     pub units: Vec<Unit>,
     /// Counts that account for every file and changed line of the diff.
     pub totals: Totals,
+    /// The repository's guidance (REVIEW.md, AGENTS.md, `[[instructions]]`) and where it
+    /// was read.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub guidance: Vec<GuidanceUse>,
+}
+
+/// One piece of repository guidance as the plan names it.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GuidanceUse {
+    /// `REVIEW.md`, `AGENTS.md`, `[[instructions]] N` or the instruction's file.
+    pub source: String,
+    /// Where it was read (`base 1a2b3c4`, `the working tree`).
+    pub from: String,
+    /// Its globs (empty: every file).
+    pub paths: Vec<String>,
+    /// Bytes sent.
+    pub bytes: usize,
+    /// Bytes left out by the cap (16 KiB over all pieces).
+    pub cut_bytes: usize,
+    /// A configured `file` the side read has not got.
+    pub missing: bool,
+    /// Planned files it reaches.
+    pub files: usize,
 }
 
 /// A file that is reviewed.
@@ -64,6 +88,12 @@ pub struct PlannedFile {
     pub skills: Vec<String>,
     /// Its chunks, in file order.
     pub chunks: Vec<Chunk>,
+    /// The repository guidance that reaches it (REVIEW.md, AGENTS.md, instructions).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub guidance: Vec<String>,
+    /// That guidance's text, as its prompts carry it.
+    #[serde(skip)]
+    pub guidance_text: String,
 }
 
 /// One request's worth of work: a chunk and the skill (or consolidated skills) reviewing it.
@@ -148,6 +178,7 @@ impl Plan {
             old_path: file.old_path.as_ref(),
             status: file.status,
             other_files: &others,
+            guidance: &file.guidance_text,
         };
         prompt::build(skills, &facts, &file.chunks[unit.chunk])
     }
@@ -194,7 +225,25 @@ pub fn build(
         skipped_changed_lines,
         prompt_chars: units.iter().map(|u| u.prompt_chars).sum(),
     };
+    let guidance = settings
+        .guidance
+        .docs
+        .iter()
+        .map(|d| GuidanceUse {
+            source: d.source.clone(),
+            from: settings.guidance.from.clone(),
+            paths: d.paths.clone(),
+            bytes: d.text.len(),
+            cut_bytes: d.cut,
+            missing: d.missing,
+            files: files
+                .iter()
+                .filter(|f| f.guidance.contains(&d.source))
+                .count(),
+        })
+        .collect();
     Plan {
+        guidance,
         target: diff.description.clone(),
         skills: skills.iter().map(|s| s.skill.name.clone()).collect(),
         files,
@@ -205,7 +254,10 @@ pub fn build(
 }
 
 fn planned_file(kept: &scan::Kept<'_>, settings: &Settings, skills: &[ActiveSkill]) -> PlannedFile {
+    let (guidance, guidance_text) = settings.guidance.for_path(&kept.file.path.to_string());
     PlannedFile {
+        guidance,
+        guidance_text,
         path: kept.file.path.clone(),
         old_path: kept.file.old_path.clone(),
         status: kept.file.status,
@@ -245,6 +297,7 @@ fn file_units(
         old_path: file.old_path.as_ref(),
         status: file.status,
         other_files: others,
+        guidance: &file.guidance_text,
     };
     let (together, alone): (Vec<usize>, Vec<usize>) = file_skills
         .iter()

@@ -17,6 +17,9 @@ pub fn render_text(plan: &Plan) -> String {
         escape::inline(&plan.target)
     );
     let _ = writeln!(out, "skills: {}", plan.skills.join(", "));
+    for g in &plan.guidance {
+        let _ = writeln!(out, "guidance: {}", escape::inline(&guidance_line(g)));
+    }
     let _ = writeln!(out);
     if plan.files.is_empty() {
         let _ = writeln!(out, "No files to review.");
@@ -114,4 +117,38 @@ fn chunk_line(out: &mut String, c: &crate::chunk::Chunk) {
 
 fn plural(n: usize) -> &'static str {
     if n == 1 { "" } else { "s" }
+}
+
+/// `REVIEW.md (1.2 KiB, from base 1a2b3c4; every file: 3 files)`, with the cut or a
+/// missing file said.
+fn guidance_line(g: &super::GuidanceUse) -> String {
+    let kib = |b: usize| format!("{:.1} KiB", b as f64 / 1024.0);
+    if g.missing {
+        return format!(
+            "{} (not in {}: nothing sent; commit it there first)",
+            g.source, g.from
+        );
+    }
+    let scope = if g.paths.is_empty() {
+        "every file".to_string()
+    } else {
+        g.paths.join(", ")
+    };
+    let cut = if g.cut_bytes > 0 {
+        format!(
+            "; cut at the {} KiB cap: {} not sent",
+            crate::config::GUIDANCE_CAP / 1024,
+            kib(g.cut_bytes)
+        )
+    } else {
+        String::new()
+    };
+    format!(
+        "{} ({}, from {}{cut}) for {scope}: {} planned file{}",
+        g.source,
+        kib(g.bytes),
+        g.from,
+        g.files,
+        if g.files == 1 { "" } else { "s" }
+    )
 }

@@ -26,6 +26,7 @@ struct FileOwned {
     old_path: Option<RepoPath>,
     status: ChangeStatus,
     other_files: Vec<String>,
+    guidance: String,
 }
 
 /// What a unit needs to be split: its skills, its file's facts and its chunk.
@@ -65,6 +66,7 @@ impl Plan {
                 old_path: file.old_path.clone(),
                 status: file.status,
                 other_files: context_files(&self.files, unit.file, max_context_files),
+                guidance: file.guidance_text.clone(),
             }),
             chunk: file.chunks[unit.chunk].clone(),
             depth: 0,
@@ -96,6 +98,7 @@ impl Splittable {
             old_path: f.old_path.as_ref(),
             status: f.status,
             other_files: &f.other_files,
+            guidance: &f.guidance,
         };
         let prompt = prompt::build(&skills, &facts, &chunk);
         let lines = (chunk.start_line, chunk.end_line);

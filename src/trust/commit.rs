@@ -106,7 +106,14 @@ impl Source<'_> {
             .base
             .map(|c| CommitFiles::new(self.repo, c, self.absent.clone()))
             .transpose()?;
-        let settings = self.settings(files.as_ref())?;
+        let mut settings = self.settings(files.as_ref())?;
+        let from = match self.base {
+            Some(c) => format!("base {}", &c.id().to_string()[..7]),
+            None => "an empty base".into(),
+        };
+        settings.guidance = config::Guidance::load(&settings.instructions, from, &|p: &str| {
+            files.as_ref()?.read_bytes(p).ok()?
+        });
         let catalog = skills::discover_from(files.as_ref().map(|f| f as &dyn SkillFiles))?;
         Ok(Loaded {
             trust: TrustReport {

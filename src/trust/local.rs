@@ -17,7 +17,12 @@ pub(super) fn load(
     reason: String,
 ) -> Result<Loaded> {
     let root = repo.workdir();
-    let settings = config::load(req.explicit_config, root)?;
+    let mut settings = config::load(req.explicit_config, root)?;
+    settings.guidance = config::Guidance::load(
+        &settings.instructions,
+        "the working tree".into(),
+        &|p: &str| read_working_file(root?, p),
+    );
     let catalog = skills::discover(root)?;
     let changed = if matches!(req.target, Target::Patch(_)) {
         under(req.patch_paths, &steering.specs)
@@ -48,4 +53,23 @@ pub(super) fn load(
             changed_by_review: changed,
         },
     })
+}
+
+/// A guidance file of the working tree: a regular file (not a link, a pipe or a device),
+/// read after its size check, no more than 1 MiB of it (the prompt carries at most
+/// [`config::GUIDANCE_CAP`]).
+fn read_working_file(root: &std::path::Path, rel: &str) -> Option<Vec<u8>> {
+    use std::io::Read;
+    let path = root.join(rel);
+    let meta = std::fs::symlink_metadata(&path).ok()?;
+    if !meta.file_type().is_file() {
+        return None;
+    }
+    let mut out = Vec::new();
+    std::fs::File::open(&path)
+        .ok()?
+        .take(1 << 20)
+        .read_to_end(&mut out)
+        .ok()?;
+    Some(out)
 }

@@ -116,7 +116,9 @@ impl Mode {
 
 /// A patch outside any repository: the config as given (or none) and built-in skills.
 fn outside_any_repository(req: &Request) -> Result<Loaded> {
-    let settings = config::load(req.explicit_config, None)?;
+    let mut settings = config::load(req.explicit_config, None)?;
+    settings.guidance =
+        config::Guidance::load(&settings.instructions, "the config".into(), &|_| None);
     let config_file = settings
         .config_path
         .as_ref()

@@ -8,6 +8,8 @@ use std::path::{Component, Path, PathBuf};
 /// The repository paths that steer warden: the config and the skill folders.
 const STEERING: &[&str] = &[
     config::FILE_NAME,
+    "REVIEW.md",
+    "AGENTS.md",
     ".warden/skills",
     ".agents/skills",
     ".claude/skills",

@@ -84,7 +84,7 @@ impl<'r> CommitFiles<'r> {
     }
 
     /// The bytes of `path` in the commit; None when absent.
-    fn read_bytes(&self, path: &str) -> Result<Option<Vec<u8>>> {
+    pub(crate) fn read_bytes(&self, path: &str) -> Result<Option<Vec<u8>>> {
         let Some(Found::File(oid)) = self.lookup(path) else {
             return Ok(None);
         };

@@ -32,6 +32,7 @@ mod fuzz_corpus;
 mod gateway;
 mod gateway_models;
 mod gateway_tools;
+mod guidance;
 mod hostile_backpressure;
 mod hostile_provider;
 mod install_script;
