@@ -742,3 +742,53 @@ fn a_dry_run_reads_and_lists_but_writes_nothing() {
     assert!(gh.writes().is_empty());
     gh.assert_clean();
 }
+
+#[test]
+fn request_changes_and_resolve_report_follow_the_config() {
+    let gh = FakeGithub::start(H1, &[(FILE, PATCH1)]);
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("warden.toml");
+    std::fs::write(
+        &cfg,
+        "version = 1\n[publish]\nrequestChanges = true\nresolve = \"report\"\n",
+    )
+    .unwrap();
+    let cfg = cfg.to_str().unwrap().to_string();
+    // The fixture's finding reaches failOn (failsRun): REQUEST_CHANGES.
+    let (code, out, err) = publish(
+        &gh,
+        dir.path(),
+        &report(H1, &[SQL], "reviewed"),
+        H1,
+        &["--json", "--config", &cfg],
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(gh.reviews()[0].1, "REQUEST_CHANGES");
+    // The fix: the thread qualifies, and is only counted.
+    gh.push(H4, &[(FILE, PATCH4)], |_, l| Some(l + 2));
+    let (code, out, err) = publish(
+        &gh,
+        dir.path(),
+        &report(H4, &[], "reviewed"),
+        H4,
+        &["--json", "--config", &cfg],
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    let p = counts(&out);
+    assert_eq!((c(&p, "resolved"), c(&p, "resolvable")), (0, 1), "{p}");
+    assert!(!gh.threads()[0].resolved);
+    // Without the key, COMMENT, and the thread resolves.
+    let gh = FakeGithub::start(H1, &[(FILE, PATCH1)]);
+    publish(&gh, dir.path(), &report(H1, &[SQL], "reviewed"), H1, &[]);
+    assert_eq!(gh.reviews()[0].1, "COMMENT");
+    gh.push(H4, &[(FILE, PATCH4)], |_, l| Some(l + 2));
+    let (_, out, _) = publish(
+        &gh,
+        dir.path(),
+        &report(H4, &[], "reviewed"),
+        H4,
+        &["--json"],
+    );
+    assert_eq!(c(&counts(&out), "resolved"), 1);
+    gh.assert_clean();
+}
