@@ -159,7 +159,7 @@ fn run_and_write(args: &ReviewArgs, input: ReviewInput, run: Run) -> Result<i32>
     if let Some((pargs, target, settings)) = publish {
         report.publish = Some(
             match publish::request(target, report.clone(), &pargs, &settings) {
-                Ok(req) => runtime.block_on(publish::github(req)).published,
+                Ok(req) => runtime.block_on(publish::publish(req)).published,
                 Err(e) => Published {
                     to: "github".into(),
                     failed: 1,

@@ -19,6 +19,14 @@ pub enum Forge {
 }
 
 impl Forge {
+    /// `github` or `gitlab`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Forge::Github => "github",
+            Forge::Gitlab => "gitlab",
+        }
+    }
+
     /// The variable the token is read from when `[publish] tokenEnv` says none.
     pub fn default_token_env(self) -> &'static str {
         match self {
@@ -60,8 +68,10 @@ pub struct Context {
     pub api_url: Url,
     /// The GraphQL endpoint (GitHub).
     pub graphql_url: Url,
-    /// `GITHUB_SERVER_URL/owner/name`, for links in what is posted.
+    /// `GITHUB_SERVER_URL/owner/name` (GitLab: `CI_PROJECT_URL`), for links.
     pub web_url: Option<String>,
+    /// GitLab's project id (`CI_PROJECT_ID`; empty on GitHub).
+    pub project: String,
 }
 
 /// The GitHub context from `flags` over `env` (a lookup, so tests need not touch the
@@ -125,6 +135,74 @@ pub fn github(
         api_url,
         graphql_url,
         web_url,
+        project: String::new(),
+    })
+}
+
+/// The GitLab context: `CI_API_V4_URL`, `CI_PROJECT_ID`, `CI_PROJECT_PATH`,
+/// `CI_MERGE_REQUEST_IID`, the head from `CI_MERGE_REQUEST_SOURCE_BRANCH_SHA` or
+/// `CI_COMMIT_SHA`; `--repo` is the project path (or id), `--pr` the iid.
+pub fn gitlab(
+    flags: &ContextFlags,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Context, Error> {
+    let var = |k: &str| env(k).filter(|v| !v.trim().is_empty());
+    let path = flags
+        .repo
+        .clone()
+        .or_else(|| var("CI_PROJECT_PATH"))
+        .ok_or_else(|| usage("no project: set CI_PROJECT_PATH or give --repo GROUP/PROJECT"))?;
+    let ok = |s: &str| {
+        s.split('/').all(|p| {
+            !p.is_empty()
+                && p != "."
+                && p != ".."
+                && p.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+        })
+    };
+    if !ok(&path) {
+        return Err(usage(&format!(
+            "project `{}` is not GROUP/PROJECT",
+            crate::text::escape::inline(&path)
+        )));
+    }
+    // The id in API paths: CI_PROJECT_ID, else the path URL-encoded (GitLab takes both).
+    let project = var("CI_PROJECT_ID")
+        .filter(|id| flags.repo.is_none() && id.chars().all(|c| c.is_ascii_digit()))
+        .unwrap_or_else(|| path.replace('/', "%2F"));
+    let number = flags
+        .number
+        .or_else(|| var("CI_MERGE_REQUEST_IID").and_then(|n| n.trim().parse().ok()))
+        .ok_or_else(|| usage("no merge request: run in a merge request pipeline (CI_MERGE_REQUEST_IID) or give --pr IID"))?;
+    let head = flags
+        .head
+        .clone()
+        .or_else(|| var("CI_MERGE_REQUEST_SOURCE_BRANCH_SHA"))
+        .or_else(|| var("CI_COMMIT_SHA"))
+        .ok_or_else(|| usage("no head sha: set CI_COMMIT_SHA or give --head SHA"))?;
+    if head.len() < 7 || head.len() > 64 || !head.chars().all(|c| c.is_ascii_hexdigit()) {
+        return Err(usage(&format!(
+            "--head: `{}` is not a commit sha",
+            crate::text::escape::inline(&head)
+        )));
+    }
+    let api = flags
+        .api_url
+        .clone()
+        .or_else(|| var("CI_API_V4_URL"))
+        .ok_or_else(|| usage("no API address: set CI_API_V4_URL or give --api-url"))?;
+    let api_url = parse_url(&api, "--api-url / CI_API_V4_URL")?;
+    Ok(Context {
+        forge: Forge::Gitlab,
+        owner: path,
+        name: String::new(),
+        number,
+        head: head.to_ascii_lowercase(),
+        graphql_url: api_url.clone(),
+        api_url,
+        web_url: var("CI_PROJECT_URL").map(|u| u.trim_end_matches('/').to_string()),
+        project,
     })
 }
 
@@ -258,6 +336,39 @@ mod tests {
             ..Default::default()
         };
         assert_eq!(github(&flags, &e).unwrap().number, 3);
+    }
+
+    #[test]
+    fn a_merge_request_pipeline_makes_the_gitlab_context() {
+        let e = env(&[
+            ("CI_API_V4_URL", "https://gitlab.example.com/api/v4"),
+            ("CI_PROJECT_ID", "42"),
+            ("CI_PROJECT_PATH", "group/sub/proj"),
+            ("CI_MERGE_REQUEST_IID", "5"),
+            ("CI_COMMIT_SHA", "0123456789abcdef0123456789abcdef01234567"),
+            (
+                "CI_PROJECT_URL",
+                "https://gitlab.example.com/group/sub/proj",
+            ),
+        ]);
+        let c = gitlab(&ContextFlags::default(), &e).unwrap();
+        assert_eq!(
+            (c.project.as_str(), c.owner.as_str(), c.number),
+            ("42", "group/sub/proj", 5)
+        );
+        assert_eq!(c.api_url.as_str(), "https://gitlab.example.com/api/v4");
+        // --repo names the project by path: the id is the encoded path.
+        let flags = ContextFlags {
+            repo: Some("a/b".into()),
+            ..Default::default()
+        };
+        assert_eq!(gitlab(&flags, &e).unwrap().project, "a%2Fb");
+        let err = gitlab(
+            &ContextFlags::default(),
+            &env(&[("CI_PROJECT_PATH", "g/p")]),
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("CI_MERGE_REQUEST_IID"), "{err}");
     }
 
     #[test]

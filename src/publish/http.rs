@@ -44,6 +44,8 @@ pub struct Answer {
     pub body: serde_json::Value,
     /// `Link: <…>; rel="next"`.
     pub next: Option<String>,
+    /// GitLab's `x-next-page` (empty on the last page).
+    pub next_page: Option<u64>,
 }
 
 /// A forge API client for one run.
@@ -121,9 +123,12 @@ impl Api {
             let mut req = self
                 .client
                 .request(method.clone(), url.clone())
-                .timeout(left.min(Duration::from_secs(30)))
-                .header("Accept", "application/vnd.github+json")
-                .header("X-GitHub-Api-Version", "2022-11-28");
+                .timeout(left.min(Duration::from_secs(30)));
+            if self.token_header == "Authorization" {
+                req = req
+                    .header("Accept", "application/vnd.github+json")
+                    .header("X-GitHub-Api-Version", "2022-11-28");
+            }
             if let Some(t) = &self.token {
                 req = match self.token_header {
                     "Authorization" => req.bearer_auth(t.expose()),
@@ -192,7 +197,13 @@ impl Api {
                     .map_err(|e| ApiError::Transport(format!("the answer is not JSON ({e})")))?
             };
             let next = header(&headers, "link").and_then(|l| next_link(&l));
-            return Ok(Answer { status, body, next });
+            let next_page = header(&headers, "x-next-page").and_then(|v| v.trim().parse().ok());
+            return Ok(Answer {
+                status,
+                body,
+                next,
+                next_page,
+            });
         }
     }
 

@@ -83,7 +83,11 @@ pub fn check_against(report: &mut Report, ctx: &Context) -> Result<(), String> {
         .or(vcs.web_url.as_deref())
         .and_then(repo_of)
         .unwrap_or_default();
-    let want = format!("{}/{}", ctx.owner, ctx.name).to_ascii_lowercase();
+    let want = if ctx.name.is_empty() {
+        ctx.owner.to_ascii_lowercase()
+    } else {
+        format!("{}/{}", ctx.owner, ctx.name).to_ascii_lowercase()
+    };
     if named != want {
         return Err(format!(
             "the report is of repository `{}`, the event's is `{want}`",
@@ -97,7 +101,7 @@ pub fn check_against(report: &mut Report, ctx: &Context) -> Result<(), String> {
     Ok(())
 }
 
-/// `owner/name` (lowercase) of a repository address: `https://host/owner/name(.git)`,
+/// The repository path (lowercase) of an address: `owner/name` on GitHub: `https://host/owner/name(.git)`,
 /// `git@host:owner/name.git`, `ssh://git@host/owner/name`.
 fn repo_of(uri: &str) -> Option<String> {
     let uri = uri.trim().trim_end_matches('/');
@@ -106,10 +110,9 @@ fn repo_of(uri: &str) -> Option<String> {
         Some((_, rest)) => rest.split_once('/')?.1,
         None => uri.split_once(':')?.1,
     };
-    let mut parts = tail.rsplit('/');
-    let name = parts.next()?;
-    let owner = parts.next()?;
-    Some(format!("{owner}/{name}").to_ascii_lowercase())
+    // The whole path: GitHub's owner/name, GitLab's group/subgroup/project.
+    let path = tail.trim_matches('/');
+    path.contains('/').then(|| path.to_ascii_lowercase())
 }
 
 #[cfg(test)]
@@ -128,6 +131,10 @@ mod tests {
             assert_eq!(repo_of(uri).as_deref(), Some("acme/app"), "{uri}");
         }
         assert_eq!(repo_of("app"), None);
+        assert_eq!(
+            repo_of("https://gitlab.example.com/group/sub/proj.git").as_deref(),
+            Some("group/sub/proj")
+        );
     }
 
     #[test]

@@ -8,6 +8,7 @@
 pub mod context;
 pub mod diff_lines;
 pub mod github;
+pub mod gitlab;
 pub mod http;
 pub mod intake;
 pub mod marker;
@@ -300,11 +301,7 @@ pub fn target(
 ) -> crate::Result<Target> {
     let ctx = match args.forge {
         context::Forge::Github => context::github(&args.flags, env)?,
-        context::Forge::Gitlab => {
-            return Err(crate::Error::Publish(
-                "--to gitlab is not available in this version: publish to github, or post the `--format gitlab` report".into(),
-            ));
-        }
+        context::Forge::Gitlab => context::gitlab(&args.flags, env)?,
     };
     let var = settings
         .token_env
@@ -361,13 +358,55 @@ pub fn prepare(
     request(t, report, args, settings)
 }
 
+/// Publishes to GitLab.
+pub async fn gitlab(req: Request) -> Outcome {
+    let mut out = Published {
+        to: "gitlab".into(),
+        dry_run: req.dry_run,
+        ..Default::default()
+    };
+    let token = req.token.clone();
+    let mut api = match Api::new(&req.ctx.api_url, token, "PRIVATE-TOKEN", req.budget) {
+        Ok(a) => a,
+        Err(e) => {
+            out.failed += 1;
+            out.notes.push(format!(
+                "no HTTP client: {}",
+                crate::text::escape::inline(&e)
+            ));
+            return Outcome {
+                published: out,
+                requests: 0,
+                waited: Duration::ZERO,
+            };
+        }
+    };
+    if let Err(e) = gitlab::run(&mut api, &req, &mut out).await {
+        out.failed += 1;
+        out.notes.push(e.to_string());
+    }
+    Outcome {
+        published: out,
+        requests: api.requests,
+        waited: api.waited,
+    }
+}
+
+/// Publishes to the request's forge.
+pub async fn publish(req: Request) -> Outcome {
+    match req.ctx.forge {
+        context::Forge::Github => github(req).await,
+        context::Forge::Gitlab => gitlab(req).await,
+    }
+}
+
 /// Runs a publishing request to its end on a runtime of its own.
 pub fn run_blocking(req: Request) -> Outcome {
     match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
     {
-        Ok(rt) => rt.block_on(github(req)),
+        Ok(rt) => rt.block_on(publish(req)),
         Err(e) => Outcome {
             published: Published {
                 to: "github".into(),

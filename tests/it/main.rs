@@ -55,6 +55,7 @@ mod provider_errors;
 mod provider_tools;
 mod provider_trust;
 mod publish_github;
+mod publish_gitlab;
 mod refusals;
 mod report_formats;
 mod review_e2e;

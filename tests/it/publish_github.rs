@@ -11,25 +11,25 @@ use assert_cmd::Command;
 use serde_json::{Value, json};
 use std::path::Path;
 
-const H1: &str = "1111111111111111111111111111111111111111";
-const H2: &str = "2222222222222222222222222222222222222222";
-const H3: &str = "3333333333333333333333333333333333333333";
-const H4: &str = "4444444444444444444444444444444444444444";
-const FILE: &str = "app/users.py";
+pub(crate) const H1: &str = "1111111111111111111111111111111111111111";
+pub(crate) const H2: &str = "2222222222222222222222222222222222222222";
+pub(crate) const H3: &str = "3333333333333333333333333333333333333333";
+pub(crate) const H4: &str = "4444444444444444444444444444444444444444";
+pub(crate) const FILE: &str = "app/users.py";
 
 /// Push 1's diff: lines 2–5 added.
-const PATCH1: &str = "@@ -1,2 +1,6 @@\n import db\n+def find(term):\n+    return db.query(\"select * from users where name = '\" + term + \"'\")\n+\n+def slow(): return [x for x in db.all()]\n x";
+pub(crate) const PATCH1: &str = "@@ -1,2 +1,6 @@\n import db\n+def find(term):\n+    return db.query(\"select * from users where name = '\" + term + \"'\")\n+\n+def slow(): return [x for x in db.all()]\n x";
 /// Push 2: two lines inserted on top, the rest unchanged (shifted by 2).
-const PATCH2: &str = "@@ -1,2 +1,8 @@\n+import os\n+import sys\n import db\n+def find(term):\n+    return db.query(\"select * from users where name = '\" + term + \"'\")\n+\n+def slow(): return [x for x in db.all()]\n x";
+pub(crate) const PATCH2: &str = "@@ -1,2 +1,8 @@\n+import os\n+import sys\n import db\n+def find(term):\n+    return db.query(\"select * from users where name = '\" + term + \"'\")\n+\n+def slow(): return [x for x in db.all()]\n x";
 /// Push 4: the query and `find` fixed (lines 4 and 5 changed).
-const PATCH4: &str = "@@ -1,2 +1,8 @@\n+import os\n+import sys\n import db\n+def find(term: str):\n+    return db.query(\"select * from users where name = ?\", term)\n+\n+def slow(): return [x for x in db.all()]\n x";
+pub(crate) const PATCH4: &str = "@@ -1,2 +1,8 @@\n+import os\n+import sys\n import db\n+def find(term: str):\n+    return db.query(\"select * from users where name = ?\", term)\n+\n+def slow(): return [x for x in db.all()]\n x";
 
 /// A finding: (id, skill, start, end, title, replacement).
-type F<'a> = (&'a str, &'a str, u32, u32, &'a str, Option<&'a str>);
+pub(crate) type F<'a> = (&'a str, &'a str, u32, u32, &'a str, Option<&'a str>);
 
 /// A report of the fixture's shape for `head`: these findings on FILE, one unit per skill
 /// covering the file with `status`.
-fn report(head: &str, findings: &[F], status: &str) -> Value {
+pub(crate) fn report(head: &str, findings: &[F], status: &str) -> Value {
     let snap = include_str!("snapshots/it__report_formats__json.snap");
     let mut r: Value = serde_json::from_str(&snap[snap[4..].find("---").unwrap() + 7..]).unwrap();
     let template = r["findings"][0].clone();
@@ -134,16 +134,16 @@ fn publish(
     )
 }
 
-fn counts(stdout: &str) -> Value {
+pub(crate) fn counts(stdout: &str) -> Value {
     let v: Value = serde_json::from_str(stdout).unwrap_or_else(|e| panic!("{e}: {stdout}"));
     v["publish"].clone()
 }
 
-fn c(v: &Value, k: &str) -> u64 {
+pub(crate) fn c(v: &Value, k: &str) -> u64 {
     v[k].as_u64().unwrap_or_else(|| panic!("{k} in {v}"))
 }
 
-const SQL: F = (
+pub(crate) const SQL: F = (
     "Wsql1",
     "security-review",
     3,
@@ -151,7 +151,7 @@ const SQL: F = (
     "SQL injection via term",
     None,
 );
-const SLOW: F = (
+pub(crate) const SLOW: F = (
     "Wslow1",
     "perf",
     5,
@@ -159,8 +159,8 @@ const SLOW: F = (
     "Loads every row",
     Some("def slow(): return db.first()"),
 );
-const FIND: F = ("Wfind1", "perf", 2, 2, "find is untyped", None);
-const FAR: F = ("Wfar1", "security-review", 40, 40, "Outside the diff", None);
+pub(crate) const FIND: F = ("Wfind1", "perf", 2, 2, "find is untyped", None);
+pub(crate) const FAR: F = ("Wfar1", "security-review", 40, 40, "Outside the diff", None);
 
 #[test]
 fn a_pull_request_s_life_posts_once_keeps_suppresses_resolves_and_respects_replies() {

@@ -6,6 +6,7 @@
 pub mod agent;
 pub mod fake_context;
 pub mod fake_github;
+pub mod fake_gitlab;
 pub mod fake_provider;
 pub mod github_oracle;
 pub use fake_provider::{fake_models, fake_tools, fake_wire};
