@@ -267,6 +267,10 @@ pub struct EvalArgs {
     /// The config every case is reviewed with (default: warden.toml at the repository root).
     #[arg(short = 'c', long = "config", value_name = "FILE")]
     pub config: Option<PathBuf>,
+    /// Refuse the config when it has a key warden does not know (a typo), naming its file
+    /// and line, instead of warning; `strictConfig = true` in warden.toml asks the same.
+    #[arg(long)]
+    pub strict_config: bool,
     /// Run only this skill (repeatable).
     #[arg(long = "skill", value_name = "NAME")]
     pub skills: Vec<String>,
@@ -555,6 +559,10 @@ pub struct CacheArgs {
     /// The cache directory (as `warden review --cache-dir`).
     #[arg(long, value_name = "DIR", global = true)]
     pub cache_dir: Option<PathBuf>,
+    /// Refuse the config when it has a key warden does not know (a typo), naming its file
+    /// and line, instead of warning; `strictConfig = true` in warden.toml asks the same.
+    #[arg(long, global = true)]
+    pub strict_config: bool,
 }
 
 /// The `warden cache` actions.
@@ -659,6 +667,10 @@ pub struct SkillsArgs {
     /// Print JSON instead of a table.
     #[arg(long)]
     pub json: bool,
+    /// Refuse the config when it has a key warden does not know (a typo), naming its file
+    /// and line, instead of warning; `strictConfig = true` in warden.toml asks the same.
+    #[arg(long)]
+    pub strict_config: bool,
     /// Output settings.
     #[command(flatten)]
     pub ui: Ui,

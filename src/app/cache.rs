@@ -13,6 +13,7 @@ pub(super) fn cache_cmd(args: &CacheArgs) -> Result<i32> {
     let dir = start_dir(args.dir.as_deref())?;
     let root = repo_root(&dir).unwrap_or(dir);
     let settings = config::load(args.config.as_deref(), Some(&root))?;
+    settings.refuse_unknown_keys(args.strict_config)?;
     let dir = Sources::from_env(args.cache_dir.clone(), settings.cache.dir.clone())
         .dir()
         .map_err(Error::Usage)?;

@@ -33,6 +33,7 @@ pub(super) fn eval_cmd(args: &EvalArgs) -> Result<i32> {
         judge: args.judge.clone(),
         cache: args.cache.then(|| args.cache_dir.clone()),
         warn: cache_warn(&args.ui),
+        strict_config: args.strict_config,
     };
     let setup = eval::setup(&mut opts)?;
     warn(&args.ui, &setup.settings);
@@ -56,6 +57,12 @@ pub(super) fn eval_cmd(args: &EvalArgs) -> Result<i32> {
     }
     emit(args.output.as_deref(), &render(args, &report))?;
     runtime.shutdown_background();
+    if let Some(setup) = &report.setup_failure {
+        // A bad key or model: a setup error, as `warden review` says it (exit 2).
+        return Err(Error::Usage(format!(
+            "every case review reviewed nothing: {setup}"
+        )));
+    }
     let incomplete = report.overall.not_reviewed > 0
         || report.finished.not_run + report.finished.failed > 0
         || report.not_reviewed.iter().any(|n| n.kind != "reference");

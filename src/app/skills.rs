@@ -12,6 +12,7 @@ pub(super) fn skills_cmd(args: &SkillsArgs) -> Result<i32> {
     let dir = start_dir(args.dir.as_deref())?;
     let root = repo_root(&dir).unwrap_or(dir);
     let (settings, catalog, active) = load(args.config.as_deref(), Some(&root), &[])?;
+    settings.refuse_unknown_keys(args.strict_config)?;
     warn(&args.ui, &settings);
     let active: Vec<String> = active.into_iter().map(|a| a.skill.name).collect();
     let text = if args.json {

@@ -51,11 +51,14 @@ pub fn build(inp: Inputs) -> EvalReport {
         let case = &corpus.cases[run.case];
         let accepted = |f: usize, r: usize| verdicts.get(&(i, f, r)).copied().unwrap_or(true);
         let whole = score::score(case, run, None, window, &accepted);
-        let tally = tally_of(&whole, run, case.references.is_empty());
+        // False positives per clean case are over clean cases that were reviewed: a case
+        // whose units were not (a bad key, a budget) would count as a clean 0.
+        let clean = case.references.is_empty() && fully_reviewed(run);
+        let tally = tally_of(&whole, run, clean);
         per_run.entry(run.run).or_default().add(&tally);
         for skill in &skills {
             let scored = score::score(case, run, Some(skill), window, &accepted);
-            add_groups(&mut groups, skill, &scored, run, case.references.is_empty());
+            add_groups(&mut groups, skill, &scored, run, clean);
         }
         not_reviewed.extend(not_reviewed_of(&case.id, run, &whole));
         cases.push(case_row(corpus, run, &whole, &tally));
@@ -108,6 +111,7 @@ pub fn build(inp: Inputs) -> EvalReport {
         cases,
         finished,
         baseline: None,
+        setup_failure: setup_failure_of(runs),
     }
 }
 
@@ -121,6 +125,20 @@ fn skills_of(runs: &[CaseRun]) -> BTreeSet<String> {
                 .chain(r.findings.iter().map(|f| f.skill.clone()))
         })
         .collect()
+}
+
+/// The setup failure every case review that ran ended with, if they all did.
+fn setup_failure_of(runs: &[CaseRun]) -> Option<String> {
+    let ran: Vec<&CaseRun> = runs.iter().filter(|r| r.ran()).collect();
+    if ran.is_empty() || ran.iter().any(|r| r.setup_failure.is_none()) {
+        return None;
+    }
+    ran[0].setup_failure.clone()
+}
+
+/// A review ran and every unit of it was answered.
+fn fully_reviewed(run: &CaseRun) -> bool {
+    run.ran() && run.units.iter().all(|u| u.reviewed)
 }
 
 /// The whole review's counts.

@@ -133,6 +133,9 @@ pub struct CaseRun {
     pub findings: Vec<FindingBrief>,
     /// Files the plan left out, with the reason.
     pub skipped: Vec<(String, String)>,
+    /// No unit reviewed because every attempt failed on setup (a bad key, an unknown
+    /// model): the message `warden review` exits 2 with.
+    pub setup_failure: Option<String>,
 }
 
 impl CaseRun {
@@ -147,6 +150,7 @@ impl CaseRun {
             units: Vec::new(),
             findings: Vec::new(),
             skipped: Vec::new(),
+            setup_failure: None,
         }
     }
 
@@ -171,6 +175,7 @@ impl CaseRun {
             .collect();
         let routes = report.routes.values();
         CaseRun {
+            setup_failure: report.setup_failure(),
             case,
             run,
             state: State::Reviewed {

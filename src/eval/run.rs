@@ -49,6 +49,8 @@ pub struct Options {
     pub cache: Option<Option<PathBuf>>,
     /// Where the cache's warnings go.
     pub warn: cache::Warn,
+    /// `--strict-config`: an unknown key refuses the evaluation (exit 2) before any case.
+    pub strict_config: bool,
 }
 
 /// What every case review shares: the settings the evaluation was set up with, one
@@ -83,6 +85,8 @@ pub fn setup(opts: &mut Options) -> Result<Setup> {
     }
     let (mut settings, _, _) =
         prepare::load(opts.config.as_deref(), root.as_deref(), &opts.skills)?;
+    // Once, up front (exit 2), not once per case review (each a failed case).
+    settings.refuse_unknown_keys(opts.strict_config)?;
     settings.apply(&opts.overrides)?;
     let routes = review::routes(&settings)?;
     let providers: Vec<Arc<dyn Provider>> = routes.iter().map(|r| r.provider.clone()).collect();

@@ -614,3 +614,85 @@ fn from_history_reviews_each_fix_reversed_and_leaves_out_merges_reverts_and_whit
     );
     assert!(case("fix: call b")["references"].as_array().unwrap().len() == 1);
 }
+
+/// A clean case whose review did not review it is no evidence of zero false positives:
+/// false positives per clean case are over clean cases reviewed (before: 0.00 over a clean
+/// case no model saw).
+#[test]
+fn false_positives_per_clean_case_count_only_clean_cases_reviewed() {
+    let oracle = Oracle::new()
+        .fails("src/clean.rs", Behavior::status(500))
+        .finds("src/bug.rs", &[5]);
+    let b = Bench::new(&oracle);
+    case_folder(&b.cases(), "a-clean", "src/clean.rs", 10, &[]);
+    case_folder(&b.cases(), "b-bug", "src/bug.rs", 10, &[(5, 5)]);
+    let (code, r) = b.eval(&[]);
+    assert_eq!(code, 3, "the clean case was not reviewed");
+    let o = &r["overall"];
+    assert_eq!(n(&o["cleanCases"]), 0, "{o}");
+    assert!(o["falsePositivesPerCleanCase"].is_null(), "{o}");
+    assert_eq!(r["corpus"]["cleanCases"], 1, "the corpus still has one");
+}
+
+/// A bad key is a setup error: exit 2 as `warden review` gives, not 3 per case.
+#[test]
+fn a_bad_key_exits_2_as_review_does() {
+    let oracle = Oracle::new()
+        .fails("src/a.rs", Behavior::status(401))
+        .fails("src/b.rs", Behavior::status(401));
+    let b = Bench::new(&oracle);
+    case_folder(&b.cases(), "a", "src/a.rs", 10, &[(2, 2)]);
+    case_folder(&b.cases(), "b", "src/b.rs", 10, &[]);
+    let out = warden()
+        .current_dir(b.dir.path())
+        .env("EVAL_TEST_KEY", "sk-bad")
+        .args([
+            "eval",
+            "cases",
+            "-c",
+            "eval.toml",
+            "--skill",
+            "code-review",
+            "-q",
+        ])
+        .timeout(Duration::from_secs(60))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("every case review reviewed nothing") && err.contains("route"),
+        "{err}"
+    );
+}
+
+/// `--strict-config` is a flag of every command that reads the config, and an unknown key
+/// under it (or `strictConfig = true`) is exit 2 naming file and line, eval included
+/// (before: skills and cache refused the flag; eval failed each case, exit 3).
+#[test]
+fn strict_config_is_the_same_for_every_command() {
+    let r = Repo::new();
+    r.config("version = 1\n[defaults]\nfailOnn = \"high\"\n")
+        .write("src/a.rs", "fn a() {}\n")
+        .commit_all("base");
+    let cases = r.path().join("cases");
+    case_folder(&cases, "a", "src/a.rs", 10, &[]);
+    let commands: [&[&str]; 5] = [
+        &["plan"],
+        &["review", "--sim"],
+        &["skills"],
+        &["cache", "path"],
+        &["eval", "--sim", "cases"],
+    ];
+    for cmd in commands {
+        let out = r.warden(cmd).arg("--strict-config").output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{cmd:?}: {err}");
+        assert!(err.contains("warden.toml:3"), "{cmd:?}: {err}");
+        assert!(err.contains("failOnn"), "{cmd:?}: {err}");
+    }
+    r.config("version = 1\nstrictConfig = true\n[defaults]\nfailOnn = \"high\"\n");
+    let out = r.warden(&["eval", "--sim", "cases"]).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+}
