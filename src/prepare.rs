@@ -123,7 +123,19 @@ pub fn prepare(sel: &Selection) -> Result<Prepared> {
         // A patch needs no repository, but one around it still supplies config and skills.
         let repo = diff::git::find_repo(&sel.dir);
         let (bytes, name) = read_patch(source, &sel.dir)?;
-        let diff = diff::patch_text::parse_stripped(&bytes, &name, sel.strip)?;
+        let mut diff = diff::patch_text::parse_stripped(&bytes, &name, sel.strip)?;
+        let mut note = None;
+        if sel.strip.is_none()
+            && let Some(root) = repo.as_ref().and_then(|r| r.workdir())
+        {
+            // Read as -p 0 only to compare: a patch -p 0 cannot read is not a no-prefix one.
+            if let Ok(p0) = diff::patch_text::parse_stripped(&bytes, &name, Some(0)) {
+                note = no_prefix(&diff, &p0, root, &name)?;
+                if note.is_some() {
+                    diff = p0;
+                }
+            }
+        }
         let touched: Vec<String> = diff
             .files
             .iter()
@@ -131,7 +143,8 @@ pub fn prepare(sel: &Selection) -> Result<Prepared> {
             .flatten()
             .map(|p| p.to_string())
             .collect();
-        let loaded = trust::load(repo.as_ref(), &request(&touched))?;
+        let mut loaded = trust::load(repo.as_ref(), &request(&touched))?;
+        loaded.settings.warnings.extend(note);
         let vcs = Vcs::discover(repo.as_ref(), None, &env_var);
         // A patch's new side is not in any tree tools could read: its units are one
         // request each.
@@ -243,4 +256,40 @@ fn read_patch(source: &PatchSource, dir: &Path) -> Result<(Vec<u8>, String)> {
             Ok((bytes, p.display().to_string()))
         }
     }
+}
+
+/// A patch written without `a/`/`b/` prefixes (`git diff --no-prefix`) read as `-p 1`
+/// loses its first folder. Judged on the files the patch changes or deletes (their old
+/// side must exist): when none is found under `-p 1` and every one is under `-p 0`, the
+/// patch is read as `-p 0`, said in a warning (Some); when only some are, a usage error
+/// names `-p 0`; otherwise (not this repository's patch, or new files only) nothing.
+fn no_prefix(
+    p1: &diff::DiffSet,
+    p0: &diff::DiffSet,
+    root: &Path,
+    name: &str,
+) -> Result<Option<String>> {
+    let existing = |d: &diff::DiffSet| -> (usize, usize) {
+        let old: Vec<String> = d
+            .files
+            .iter()
+            .filter(|f| f.status != diff::ChangeStatus::Added)
+            .map(|f| f.old_path.as_ref().unwrap_or(&f.path).to_string())
+            .collect();
+        let found = old.iter().filter(|p| root.join(p).exists()).count();
+        (found, old.len())
+    };
+    let (found1, total) = existing(p1);
+    let (found0, _) = existing(p0);
+    if total == 0 || found1 > 0 || found0 == 0 {
+        return Ok(None);
+    }
+    if found0 < total {
+        return Err(Error::Usage(format!(
+            "--diff {name}: none of the files it changes is in this repository as -p 1 reads the names, but {found0} of {total} are with the first folder kept: if it was written by `git diff --no-prefix`, pass -p 0"
+        )));
+    }
+    Ok(Some(format!(
+        "--diff {name}: its names have no a/ and b/ prefixes (as `git diff --no-prefix` writes them): read as -p 0, where every file it changes is in this repository (pass -p 1 to strip the first folder anyway)"
+    )))
 }

@@ -646,3 +646,39 @@ fn skipped_files_carry_their_status_old_path_and_modes() {
         assert_eq!(run["newMode"], "100755", "{run}");
     }
 }
+
+/// `git diff --no-prefix` names files without a/ and b/: read as -p 1 each lost its first
+/// folder, silently. Where every file it changes is in the repository under -p 0, it is
+/// read so (and said); where only some are, the error names `-p 0`.
+#[test]
+fn a_no_prefix_patch_is_read_with_p0_or_names_it() {
+    let r = Repo::new();
+    r.write("src/app/x.rs", "fn a() {}\nfn b() {}\n")
+        .write("lib/y.rs", "fn y() {}\n")
+        .commit_all("base");
+    r.write("src/app/x.rs", "fn a() {}\nfn b() { c() }\n")
+        .write("lib/y.rs", "fn y() { z() }\n");
+    let patch = r.git(&["diff", "--no-prefix"]);
+    r.git(&["checkout", "--", "."]);
+    std::fs::write(r.path().join("np.diff"), &patch).unwrap();
+    let out = r
+        .warden(&["plan", "--json", "--diff", "np.diff"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let plan: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let mut got = paths(&plan["files"]);
+    got.sort();
+    assert_eq!(got, ["lib/y.rs", "src/app/x.rs"], "{err}");
+    assert!(err.contains("-p 0") && err.contains("--no-prefix"), "{err}");
+    // Asked for -p 1, it strips as told.
+    let plan = plan_patch(r.path(), patch.as_bytes(), &["-p", "1"]);
+    let mut got = paths(&plan["files"]);
+    got.sort();
+    assert_eq!(got, ["app/x.rs", "y.rs"]);
+    // Only some of its files found with the first folder kept: the error names -p 0.
+    let partly = patch.replace("lib/y.rs", "gone/y.rs");
+    let err = refused(r.path(), partly.as_bytes());
+    assert!(err.contains("pass -p 0") && err.contains("1 of 2"), "{err}");
+}
