@@ -327,9 +327,7 @@ impl HttpProvider {
             && matches!(ex.status, Some(400 | 422 | 500 | 501))
             && tools_off::refused_in(&ex.error_body)
         {
-            let w = self
-                .tools_off
-                .switch(&self.route.name, "the server takes no tools");
+            let w = self.tools_off.switch("the server takes no tools");
             self.single_shot_now(&mut record, f, w);
         } else if ex.status == Some(400)
             && let Err(f) = &mut result
@@ -369,10 +367,9 @@ impl HttpProvider {
             && let Err(f) = &mut result
             && f.outcome == Outcome::BadResponse
         {
-            let w = self.tools_off.switch(
-                &self.route.name,
-                "the model answered a request with tools in text, without calling one",
-            );
+            let w = self
+                .tools_off
+                .switch("the model answered a request with tools in text, without calling one");
             self.single_shot_now(&mut record, f, w);
             turn = answered::Answered::default();
         }

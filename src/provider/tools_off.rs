@@ -30,11 +30,12 @@ impl ToolsOff {
         }
     }
 
-    /// The route stops offering tools; the warning, the first time only.
-    pub(crate) fn switch(&self, route: &str, why: &str) -> Option<String> {
+    /// The route stops offering tools; the warning, the first time only (its route is
+    /// named by the event that carries it, so the text does not repeat it).
+    pub(crate) fn switch(&self, why: &str) -> Option<String> {
         (!self.off.swap(true, Ordering::SeqCst)).then(|| {
             format!(
-                "route `{route}`: {why}: it reviews single-shot (one request per unit, no tools) for the rest of the run"
+                "{why}: it reviews single-shot (one request per unit, no tools) for the rest of the run"
             )
         })
     }
@@ -74,7 +75,7 @@ mod tests {
     #[test]
     fn servers_words_for_no_tools() {
         for body in [
-            r#"{"error":{"message":"registry.ollama.ai/library/gemma2:2b does not support tools","type":"api_error"}}"#,
+            r#"{"error":{"message":"gemma2:2b does not support tools","type":"api_error"}}"#,
             r#"{"object":"error","message":"\"auto\" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set","type":"BadRequestError","code":400}"#,
             r#"{"error":{"code":500,"message":"tools param requires --jinja flag","type":"server_error"}}"#,
         ] {

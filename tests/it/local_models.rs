@@ -80,7 +80,9 @@ fn a_model_that_ignores_tools_makes_the_route_review_single_shot_with_one_warnin
         &review,
         &server,
         // Budgets that leave room for turns (else the depth rule sheds them all).
-        "reviewBudget = \"20m\"\nhunkBudget = \"3m\"\nrequestTimeout = \"1m\"\ntools = true",
+        // A request with tools has no grammar to end it: up to maxTokens of text, which
+        // takes a minute or more on a loaded CPU.
+        "reviewBudget = \"20m\"\nhunkBudget = \"8m\"\nrequestTimeout = \"4m\"\ntools = true",
         "",
     );
     let (_, v, stderr) = run(&review, &["--fail-on", "off"]);
@@ -163,8 +165,10 @@ fn a_cancelled_request_stops_the_servers_generation() {
     let (_, v, _) = run(&review, &["--no-tools"]);
     let u = &units(&v)[0];
     assert_ne!(u["status"], "reviewed", "{u}");
-    // The server notices the closed connection and stops: its slot goes idle at once.
-    let until = std::time::Instant::now() + std::time::Duration::from_secs(3);
+    // The server notices the closed connection and stops: its slot goes idle, the task
+    // cancelled (not finished at the 3000 tokens it was allowed, which would take minutes).
+    // The wait is generous because the prompt is processed before the server looks again.
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(60);
     loop {
         let slots = server.get("/slots");
         let busy = slots
@@ -177,9 +181,31 @@ fn a_cancelled_request_stops_the_servers_generation() {
         }
         assert!(
             std::time::Instant::now() < until,
-            "the slot still generates 3 s after warden hung up: {slots}\n{}",
+            "the slot still generates 60 s after warden hung up: {slots}\n{}",
             server.log()
         );
         std::thread::sleep(std::time::Duration::from_millis(100));
     }
+    let log = server.log();
+    assert!(
+        log.contains("cancel task"),
+        "the server was not told to stop (it finished on its own):\n{log}"
+    );
+    let generated: Vec<u64> = log
+        .lines()
+        .filter(|l| l.contains("stop processing: n_tokens = "))
+        .filter_map(|l| {
+            l.split("n_tokens = ")
+                .nth(1)?
+                .split(',')
+                .next()?
+                .trim()
+                .parse()
+                .ok()
+        })
+        .collect();
+    assert!(
+        !generated.is_empty() && generated.iter().all(|&n| n < 3000),
+        "the slot ran to its cap instead of stopping: {generated:?}\n{log}"
+    );
 }

@@ -125,7 +125,7 @@ fn tools_of(b: &Value) -> bool {
 #[test]
 fn a_server_that_takes_no_tools_makes_the_route_single_shot_with_one_warning() {
     let fake = FakeProvider::start();
-    let ollama_400 = r#"{"error":{"message":"registry.ollama.ai/library/gemma2:2b does not support tools","type":"api_error","param":null,"code":null}}"#;
+    let ollama_400 = r#"{"error":{"message":"gemma2:2b does not support tools","type":"api_error","param":null,"code":null}}"#;
     let found = findings_answer(json!([]));
     fake.script(
         "gemma2:2b",

@@ -69,7 +69,10 @@ impl Server {
                 "--parallel",
                 &opts.slots.to_string(),
             ])
-            .args(["--threads", "2", "--no-warmup"]);
+            // One thread: llama.cpp's threads wait for each other at every step, so while the
+            // suite's other processes hold a core, two threads decode about 10x slower than one
+            // (measured at load 5 on 2 cores: 3.5 vs 34-52 tokens/s); the benches use two.
+            .args(["--threads", "1", "--no-warmup"]);
         if opts.tools_template {
             let template = bin.with_file_name("Qwen-Qwen3-0.6B.jinja");
             assert!(
