@@ -18,7 +18,7 @@ const THREADS: &str = "query($owner: String!, $name: String!, $number: Int!, $af
     pullRequest(number: $number) {
       reviewThreads(first: 100, after: $after) {
         nodes {
-          id isResolved isOutdated path line
+          id isResolved isOutdated path line resolvedBy { login }
           comments(first: 100) { nodes { databaseId body author { login } } }
         }
         pageInfo { hasNextPage endCursor }
@@ -264,9 +264,12 @@ fn thread(n: &Value) -> Thread {
         .iter()
         .skip(1)
         .any(|c| Marker::parse(c["body"].as_str().unwrap_or("")).is_none());
+    let author = comments.first().and_then(|c| c["author"]["login"].as_str());
+    let resolver = n["resolvedBy"]["login"].as_str();
     Thread {
         id: n["id"].as_str().unwrap_or("").to_string(),
         resolved: n["isResolved"].as_bool().unwrap_or(false),
+        resolved_by_warden: marker.is_some() && author.is_some() && resolver == author,
         outdated: n["isOutdated"].as_bool().unwrap_or(false),
         path: n["path"].as_str().unwrap_or("").to_string(),
         line: n["line"].as_u64().and_then(|l| u32::try_from(l).ok()),

@@ -99,9 +99,13 @@ fn thread(d: &Value, diff: &DiffLines) -> Option<Thread> {
             .find(|(_, text)| marker::anchor(text) == m.anchor)
             .map(|(l, _)| *l)
     });
+    let author = first["author"]["username"].as_str();
     Some(Thread {
         id: d["id"].as_str()?.to_string(),
         resolved: first["resolved"] == true,
+        resolved_by_warden: marker.is_some()
+            && author.is_some()
+            && first["resolved_by"]["username"].as_str() == author,
         outdated: line.is_none(),
         path,
         line,

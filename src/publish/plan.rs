@@ -5,7 +5,8 @@
 //! - A finding already posted (a thread of warden's with the same id, or on the same path
 //!   with the same skill and the same anchored line text, however its title reads, or a
 //!   row of an earlier review body) is not posted again.
-//! - A finding whose thread a person resolved is suppressed for the pull request.
+//! - A finding whose thread a person resolved is suppressed for the pull request; one whose
+//!   thread warden resolved (fixed) and that comes back is posted again.
 //! - A new finding goes inline when its lines are inside one hunk of the diff (a range
 //!   comment with `start_line`), on its first line when only that one is, else in the body.
 //! - A thread of warden's is resolved only when this run reviewed its file with its skill
@@ -26,6 +27,9 @@ pub struct Thread {
     pub id: String,
     /// Resolved (by anyone).
     pub resolved: bool,
+    /// Resolved by warden itself (its finding was fixed): if the finding comes back, that
+    /// is new, not a person's "dismissed".
+    pub resolved_by_warden: bool,
     /// The forge says the lines it was on changed.
     pub outdated: bool,
     /// Its file.
@@ -124,9 +128,10 @@ pub fn plan(input: &Input) -> Plan {
     for (i, f) in input.report.findings.iter().enumerate() {
         let m = marker_of(f, input.diff);
         let thread = input.threads.iter().find(|t| {
-            t.marker
-                .as_ref()
-                .is_some_and(|tm| m.same(&f.path, tm, &t.path))
+            !(t.resolved && t.resolved_by_warden)
+                && t.marker
+                    .as_ref()
+                    .is_some_and(|tm| m.same(&f.path, tm, &t.path))
         });
         if let Some(t) = thread {
             matched.insert(t.id.as_str());

@@ -43,6 +43,7 @@ fn thread(id: &str, line: Option<u32>, m: Marker) -> Thread {
     Thread {
         id: id.into(),
         resolved: false,
+        resolved_by_warden: false,
         outdated: false,
         path: "a.rs".into(),
         line,
@@ -197,4 +198,18 @@ fn a_finding_in_an_earlier_body_or_twice_in_the_report_is_posted_once() {
         max_resolve: 50,
     });
     assert_eq!((p.new.len(), p.already_posted), (0, 2));
+}
+
+#[test]
+fn a_finding_warden_resolved_that_comes_back_is_posted_again() {
+    let d = diff(&[(5, "query(term)")]);
+    let r = report(&[("W1", "a.rs", 5, 5, "sec")]);
+    let mut t = thread("T1", Some(5), marker_of(&r.findings[0], &d));
+    t.resolved = true;
+    t.resolved_by_warden = true;
+    let p = run(&r, &d, &[t.clone()]);
+    assert_eq!((p.new.len(), p.suppressed), (1, 0));
+    t.resolved_by_warden = false;
+    let p = run(&r, &d, &[t]);
+    assert_eq!((p.new.len(), p.suppressed), (0, 1));
 }

@@ -293,6 +293,13 @@ fn a_pull_request_s_life_posts_once_keeps_suppresses_resolves_and_respects_repli
         !find.resolved,
         "a thread with a person's reply is never resolved"
     );
+    // Push 5 brings the injection back: warden resolved that thread, no person dismissed
+    // it, so it is posted again.
+    gh.push(H1, &[(FILE, PATCH2)], |_, l| Some(l));
+    let r5 = report(H1, &[moved(SQL, "Wsql5", "Injection again")], "reviewed");
+    let (_, out, _) = publish(&gh, dir.path(), &r5, H1, &["--json"]);
+    let p = counts(&out);
+    assert_eq!((c(&p, "posted"), c(&p, "suppressed")), (1, 0), "{p}");
     gh.assert_clean();
 }
 

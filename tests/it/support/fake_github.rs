@@ -33,6 +33,7 @@ pub struct FThread {
     pub line: Option<u32>,
     pub start_line: Option<u32>,
     pub resolved: bool,
+    pub resolved_by: Option<String>,
     pub outdated: bool,
     pub comments: Vec<Comment>,
 }
@@ -144,7 +145,9 @@ impl FakeGithub {
     }
 
     pub fn person_resolves(&self, i: usize) {
-        self.state.lock().unwrap().threads[i].resolved = true;
+        let mut st = self.state.lock().unwrap();
+        st.threads[i].resolved = true;
+        st.threads[i].resolved_by = Some("octocat".into());
     }
 
     pub fn person_replies(&self, i: usize, body: &str) {
@@ -231,6 +234,7 @@ impl FakeGithub {
                 line: Some(line),
                 start_line: None,
                 resolved: false,
+                resolved_by: None,
                 outdated: false,
                 comments: vec![Comment {
                     id,
@@ -619,6 +623,7 @@ fn post_review(s: &mut State, body: &Value) -> Answer {
                 line: c["line"].as_u64().map(|l| l as u32),
                 start_line: c["start_line"].as_u64().map(|l| l as u32),
                 resolved: false,
+                resolved_by: None,
                 outdated: false,
                 comments: vec![Comment {
                     id: cid,
@@ -650,6 +655,7 @@ fn graphql(s: &mut State, body: &Value) -> Answer {
         return match s.threads.iter_mut().find(|t| t.id == id) {
             Some(t) => {
                 t.resolved = true;
+                t.resolved_by = Some(BOT.into());
                 (
                     200,
                     vec![],
@@ -677,7 +683,7 @@ fn graphql(s: &mut State, body: &Value) -> Answer {
             .unwrap_or(0);
         let first = 100;
         let nodes: Vec<Value> = s.threads.iter().skip(after).take(first).map(|t| json!({
-            "id": t.id, "isResolved": t.resolved, "isOutdated": t.outdated, "path": t.path, "line": t.line,
+            "id": t.id, "isResolved": t.resolved, "isOutdated": t.outdated, "resolvedBy": t.resolved_by.as_ref().map(|l| json!({"login": l})), "path": t.path, "line": t.line,
             "comments": {"nodes": t.comments.iter().map(|c| json!({"databaseId": c.id, "body": c.body, "author": {"login": c.author}})).collect::<Vec<_>>()}
         })).collect();
         let end = after + nodes.len();

@@ -24,6 +24,7 @@ pub struct Note {
     pub author: String,
     pub resolvable: bool,
     pub resolved: bool,
+    pub resolved_by: Option<String>,
     pub position: Option<Value>,
 }
 
@@ -127,7 +128,10 @@ impl FakeGitlab {
     pub fn person_resolves(&self, id: &str) {
         let mut st = self.state.lock().unwrap();
         let d = st.discussions.iter_mut().find(|d| d.id == id).unwrap();
-        d.notes.iter_mut().for_each(|n| n.resolved = true);
+        d.notes.iter_mut().for_each(|n| {
+            n.resolved = true;
+            n.resolved_by = Some("alice".into());
+        });
     }
 
     pub fn person_replies(&self, id: &str, body: &str) {
@@ -141,6 +145,7 @@ impl FakeGitlab {
             author: "alice".into(),
             resolvable: true,
             resolved: false,
+            resolved_by: None,
             position: None,
         });
     }
@@ -159,6 +164,7 @@ impl FakeGitlab {
                     author: "alice".into(),
                     resolvable: false,
                     resolved: false,
+                    resolved_by: None,
                     position: None,
                 }],
             });
@@ -348,7 +354,7 @@ fn page(items: Vec<Value>, query: &str) -> Answer {
 
 fn note_json(n: &Note) -> Value {
     json!({"id": n.id, "body": n.body, "author": {"username": n.author}, "system": false,
-           "resolvable": n.resolvable, "resolved": n.resolved, "position": n.position, "type": if n.position.is_some() { "DiffNote" } else { "DiscussionNote" }})
+           "resolvable": n.resolvable, "resolved": n.resolved, "resolved_by": n.resolved_by.as_ref().map(|u| json!({"username": u})), "position": n.position, "type": if n.position.is_some() { "DiffNote" } else { "DiscussionNote" }})
 }
 
 fn route(s: &mut State, m: &str, path: &str, query: &str, body: &Value) -> Answer {
@@ -392,6 +398,7 @@ fn route(s: &mut State, m: &str, path: &str, query: &str, body: &Value) -> Answe
                     author: BOT.into(),
                     resolvable: false,
                     resolved: false,
+                    resolved_by: None,
                     position: None,
                 }],
             });
@@ -429,7 +436,10 @@ fn route(s: &mut State, m: &str, path: &str, query: &str, body: &Value) -> Answe
                 return bad("discussion is not resolvable");
             }
             let v = query == "resolved=true";
-            d.notes.iter_mut().for_each(|n| n.resolved = v);
+            d.notes.iter_mut().for_each(|n| {
+                n.resolved = v;
+                n.resolved_by = v.then(|| BOT.to_string());
+            });
             (200, vec![], json!({"id": id}))
         }
         _ => (404, vec![], json!({"message": "404 Not Found"})),
@@ -490,6 +500,7 @@ fn post_discussion(s: &mut State, body: &Value) -> Answer {
             author: BOT.into(),
             resolvable: true,
             resolved: false,
+            resolved_by: None,
             position: Some(p.clone()),
         }],
     });
