@@ -83,6 +83,8 @@ pub(super) struct LoopState {
     chars: usize,
     /// The next request is the final one (tools off, submit forced).
     final_turn: bool,
+    /// A result was cut at `toolBytesPerUnit`: the budget is spent, the model was told so.
+    bytes_spent: bool,
     pub(super) figures: ToolLoop,
 }
 
@@ -99,6 +101,7 @@ impl LoopState {
             repeats_in_a_row: 0,
             chars: 0,
             final_turn: false,
+            bytes_spent: false,
             figures: ToolLoop {
                 turns_allowed: plan.max_turns.max(1),
                 ..ToolLoop::default()
@@ -140,6 +143,7 @@ impl LoopState {
         let used = self.figures.turns_used;
         let spent = self.figures.tool_calls >= self.bounds.max_tool_calls
             || self.figures.tool_bytes >= self.bounds.unit_bytes as u64
+            || self.bytes_spent
             || self.repeats_in_a_row >= MAX_REPEATS;
         // A tool turn starts only when it and the final turn both fit at the request
         // deadline.
@@ -294,8 +298,9 @@ impl LoopState {
         Ok(answer)
     }
 
-    /// The answer, cut so the unit's results stay within `toolBytesPerUnit`.
-    fn within_unit_bytes(&self, mut answer: ToolAnswer) -> ToolAnswer {
+    /// The answer, cut so the unit's results stay within `toolBytesPerUnit`; a cut spends
+    /// the budget (the next turn is the final one, as the cut note tells the model).
+    fn within_unit_bytes(&mut self, mut answer: ToolAnswer) -> ToolAnswer {
         let room = (self.bounds.unit_bytes as u64).saturating_sub(self.figures.tool_bytes) as usize;
         if answer.content.len() > room {
             let mut end = room.saturating_sub(120);
@@ -303,6 +308,7 @@ impl LoopState {
                 end -= 1;
             }
             answer.content.truncate(end);
+            self.bytes_spent = true;
             answer
                 .content
                 .push_str("\n[cut: the unit's tool result budget is spent; submit your findings]");

@@ -40,6 +40,10 @@ fn cut_shapes() -> Vec<(&'static str, String)> {
             "cut before the closing brace",
             format!("{{\"findings\": [{KEPT}]"),
         ),
+        (
+            "a complete object the provider still says the cap cut",
+            format!("{{\"findings\": [{KEPT}]}}"),
+        ),
     ]
 }
 

@@ -85,6 +85,40 @@ fn schema_check(report: &Value) {
 }
 
 #[test]
+fn two_of_five_found_and_one_false_positive_give_f1_as_the_harmonic_mean() {
+    // Precision 2/3 and recall 2/5 differ: F1 is 2PR/(P+R) = 0.5, not either of them
+    // nor their arithmetic mean (0.533).
+    let oracle = Oracle::new().finds("src/a.rs", &[10, 20, 5]);
+    let b = Bench::new(&oracle);
+    case_folder(
+        &b.cases(),
+        "five",
+        "src/a.rs",
+        60,
+        &[(10, 10), (20, 20), (30, 30), (40, 40), (50, 50)],
+    );
+    let (code, r) = b.eval(&[]);
+    assert_eq!(code, 0, "{r:#}");
+    let o = &r["overall"];
+    assert_eq!(
+        (
+            n(&o["truePositives"]),
+            n(&o["falsePositives"]),
+            n(&o["misses"])
+        ),
+        (2, 1, 3)
+    );
+    let (p, rc, f1) = (f(&o["precision"]), f(&o["recall"]), f(&o["f1"]));
+    assert!((p - 2.0 / 3.0).abs() < 1e-3, "precision {p}");
+    assert!((rc - 0.4).abs() < 1e-9, "recall {rc}");
+    assert!(
+        (f1 - 0.5).abs() < 1e-3,
+        "f1 {f1} (precision {p}, recall {rc})"
+    );
+    assert!((f(&r["groups"][0]["f1"]) - 0.5).abs() < 1e-3, "{r:#}");
+}
+
+#[test]
 fn three_of_five_found_and_two_false_positives_give_precision_recall_f1_of_point_six() {
     let oracle = Oracle::new().finds("src/a.rs", &[10, 20, 30, 5, 57]);
     let b = Bench::new(&oracle);

@@ -184,6 +184,8 @@ fn the_transcript_reaches_the_wire_in_each_protocol() {
 #[test]
 fn a_single_shot_request_is_the_two_messages_and_calls_alone_are_no_review() {
     let fake = FakeProvider::start();
+    // A server that answers calls whatever `tool_choice` forces (the real APIs cannot).
+    fake.ignore_tool_choice();
     fake.script(
         "stray",
         vec![Behavior::ToolCalls(vec![call("read_file", json!({}))])],

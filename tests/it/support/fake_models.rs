@@ -75,25 +75,45 @@ pub fn reasoning_delta(anthropic: bool, dialect: Dialect, model: &str) -> String
     )
 }
 
+/// What one answer's usage says of the prompt cache (see `FakeProvider::report_cached`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum CacheUse {
+    /// The provider caches nothing for this request.
+    #[default]
+    None,
+    /// This many prompt tokens were written to the cache (Anthropic reports it).
+    Wrote(u64),
+    /// This many prompt tokens were read from the cache.
+    Read(u64),
+}
+
 /// OpenAI's usage object (120 prompt tokens, 42 completion), with cached reads and
-/// reasoning tokens when `cached` is set.
-pub fn openai_usage(cached: Option<u64>) -> Value {
-    let mut u =
-        json!({"prompt_tokens": 120, "completion_tokens": 42, "total_tokens": 162, "cost": 0.0012});
-    if let Some(c) = cached {
+/// reasoning tokens when the prefix was cached. OpenAI reports no cost: `cost` is there
+/// only when the fake plays a gateway that does (OpenRouter, LiteLLM).
+pub fn openai_usage(cache: CacheUse, cost: Option<f64>) -> Value {
+    let mut u = json!({"prompt_tokens": 120, "completion_tokens": 42, "total_tokens": 162});
+    if let CacheUse::Read(c) = cache {
         u["prompt_tokens_details"] = json!({"cached_tokens": c});
         u["completion_tokens_details"] = json!({"reasoning_tokens": 10});
-        u.as_object_mut().unwrap().remove("cost");
+    }
+    if let Some(c) = cost {
+        u["cost"] = json!(c);
     }
     u
 }
 
-/// Anthropic's usage object: 120 input tokens, of which `cached` are cache reads
-/// (reported apart, as Anthropic does: `input_tokens` are the uncached ones).
-pub fn anthropic_usage(cached: Option<u64>, output: u64) -> Value {
-    match cached {
-        None => json!({"input_tokens": 120, "output_tokens": output}),
-        Some(c) => json!({"input_tokens": 120 - c.min(120), "cache_read_input_tokens": c.min(120),
-                          "cache_creation_input_tokens": 0, "output_tokens": output}),
+/// Anthropic's usage object: 120 input tokens, of which cache reads and writes are
+/// reported apart, as Anthropic does (`input_tokens` are the uncached ones).
+pub fn anthropic_usage(cache: CacheUse, output: u64) -> Value {
+    match cache {
+        CacheUse::None => json!({"input_tokens": 120, "output_tokens": output}),
+        CacheUse::Read(c) => {
+            json!({"input_tokens": 120 - c.min(120), "cache_read_input_tokens": c.min(120),
+                          "cache_creation_input_tokens": 0, "output_tokens": output})
+        }
+        CacheUse::Wrote(c) => {
+            json!({"input_tokens": 120 - c.min(120), "cache_read_input_tokens": 0,
+                          "cache_creation_input_tokens": c.min(120), "output_tokens": output})
+        }
     }
 }

@@ -213,8 +213,15 @@ struct State {
     responder: Option<Responder>,
     /// Top-level request fields answered with a 400 naming them (see `fake_models.rs`).
     refused_params: Vec<String>,
-    /// Prompt tokens every answer's usage reports as cached reads.
+    /// Prompt tokens an answer's usage reports as cached reads, when its prefix was
+    /// cached (see [`FakeProvider::report_cached`]).
     cached_tokens: Option<u64>,
+    /// The prompt prefixes seen so far (the provider's prompt cache).
+    prefixes: std::collections::HashSet<String>,
+    /// The cost a gateway's usage reports (OpenAI itself reports none).
+    cost: Option<f64>,
+    /// Plays a server that ignores `tool_choice` (a hostile or loose compatible one).
+    ignores_tool_choice: bool,
     /// How the tool calls the fake sends are named.
     call_ids: fake_wire::CallIds,
 }
@@ -403,9 +410,26 @@ impl FakeProvider {
         self
     }
 
-    /// Every answer's usage reports `n` of its prompt tokens as read from the cache.
+    /// The provider caches prompt prefixes, as the real ones do: a request whose prefix
+    /// (system block and tools) an earlier request sent reports `n` prompt tokens read
+    /// from the cache; OpenAI caches every prefix, Anthropic only at a `cache_control`
+    /// breakpoint (and reports the first request's write). Without this, nothing is cached.
     pub fn report_cached(&self, n: u64) -> &Self {
         self.state.lock().unwrap().cached_tokens = Some(n);
+        self
+    }
+
+    /// Usage reports this cost, as a gateway does (OpenRouter, LiteLLM); OpenAI reports
+    /// none, and neither does the fake unless asked.
+    pub fn report_cost(&self, usd: f64) -> &Self {
+        self.state.lock().unwrap().cost = Some(usd);
+        self
+    }
+
+    /// Plays a server that ignores `tool_choice` (the real APIs honour it): scripted
+    /// calls are sent as they are, whatever the request forces.
+    pub fn ignore_tool_choice(&self) -> &Self {
+        self.state.lock().unwrap().ignores_tool_choice = true;
         self
     }
 
@@ -584,13 +608,22 @@ async fn handle(
             }
         }
     };
-    let (ids, cached) = {
-        let st = state.lock().unwrap();
-        (st.call_ids, st.cached_tokens)
+    let behavior = if state.lock().unwrap().ignores_tool_choice {
+        behavior
+    } else {
+        fake_wire::honour_tool_choice(&body, anthropic, behavior)
+    };
+    let (ids, cache, cost) = {
+        let mut st = state.lock().unwrap();
+        let n = st.cached_tokens;
+        let cache = fake_wire::cache_use(&mut st.prefixes, n, &body, anthropic);
+        (st.call_ids, cache, st.cost)
     };
     let w = Wire {
         ids,
-        cached,
+        cache,
+        cost,
+        usage_chunk: fake_wire::wants_usage_chunk(&body),
         anthropic,
         stream,
         model,
@@ -610,8 +643,12 @@ async fn handle(
 struct Wire {
     /// How tool calls are named.
     ids: fake_wire::CallIds,
-    /// Prompt tokens the answer's usage reports as read from the cache.
-    cached: Option<u64>,
+    /// What the answer's usage says of the prompt cache.
+    cache: fake_models::CacheUse,
+    /// The cost the usage reports (a gateway's), if any.
+    cost: Option<f64>,
+    /// OpenAI streamed: the usage chunk is sent only when `stream_options.include_usage`.
+    usage_chunk: bool,
     anthropic: bool,
     stream: bool,
     model: String,
@@ -735,9 +772,10 @@ impl Wire {
             }
             Behavior::ToolCalls(calls) => {
                 let body = if self.stream {
-                    fake_tools::stream(self.anthropic, &self.model, calls, self.ids)
+                    let usage = (self.anthropic || self.usage_chunk).then(|| self.usage(1));
+                    fake_tools::stream(self.anthropic, &self.model, calls, self.ids, usage)
                 } else {
-                    fake_tools::body(self.anthropic, &self.model, calls, self.ids)
+                    fake_tools::body(self.anthropic, &self.model, calls, self.ids, self.usage(42))
                 };
                 self.ok_headers(wr, (!self.stream).then_some(body.len()))
                     .await;
@@ -935,11 +973,20 @@ impl Wire {
         let _ = wr.write_all(head.as_bytes()).await;
     }
 
+    /// The protocol's usage object (`output` tokens: Anthropic's count so far).
+    fn usage(&self, output: u64) -> Value {
+        if self.anthropic {
+            fake_models::anthropic_usage(self.cache, output)
+        } else {
+            fake_models::openai_usage(self.cache, self.cost)
+        }
+    }
+
     fn first_chunk(&self) -> String {
         if self.anthropic {
             format!(
                 "event: message_start\ndata: {}\n\nevent: content_block_start\ndata: {}\n\n",
-                json!({"type": "message_start", "message": {"id": "msg_fake", "model": self.model, "usage": fake_models::anthropic_usage(self.cached, 1)}}),
+                json!({"type": "message_start", "message": {"id": "msg_fake", "model": self.model, "usage": fake_models::anthropic_usage(self.cache, 1)}}),
                 json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}})
             )
         } else {
@@ -975,12 +1022,19 @@ impl Wire {
                 json!({"type": "message_stop"})
             )
         } else {
+            let usage = if self.usage_chunk {
+                format!(
+                    "data: {}\n\n",
+                    json!({"id": "gen-fake", "object": "chat.completion.chunk", "model": self.model, "choices": [],
+                           "usage": fake_models::openai_usage(self.cache, self.cost)})
+                )
+            } else {
+                String::new()
+            };
             format!(
-                "data: {}\n\ndata: {}\n\ndata: [DONE]\n\n",
+                "data: {}\n\n{usage}data: [DONE]\n\n",
                 json!({"id": "gen-fake", "object": "chat.completion.chunk", "model": self.model,
                        "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}),
-                json!({"id": "gen-fake", "object": "chat.completion.chunk", "model": self.model, "choices": [],
-                       "usage": fake_models::openai_usage(self.cached)})
             )
         }
     }
@@ -1030,11 +1084,11 @@ impl Wire {
         if self.anthropic {
             json!({"id": "msg_fake", "type": "message", "role": "assistant", "model": self.model,
                    "content": [{"type": "text", "text": text}], "stop_reason": "end_turn",
-                   "usage": fake_models::anthropic_usage(self.cached, 42)})
+                   "usage": fake_models::anthropic_usage(self.cache, 42)})
         } else {
             json!({"id": "gen-fake", "object": "chat.completion", "model": self.model,
                    "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
-                   "usage": fake_models::openai_usage(self.cached)})
+                   "usage": fake_models::openai_usage(self.cache, self.cost)})
         }
         .to_string()
     }

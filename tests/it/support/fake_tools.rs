@@ -43,14 +43,21 @@ fn event(kind: &str, data: Value) -> String {
     format!("event: {kind}\ndata: {data}\n\n")
 }
 
-/// The whole event stream of an answer made of these calls.
-pub fn stream(anthropic: bool, model: &str, calls: &[Call], ids: CallIds) -> String {
+/// The whole event stream of an answer made of these calls; `usage` is the protocol's
+/// usage object (None: OpenAI's stream was not asked for it).
+pub fn stream(
+    anthropic: bool,
+    model: &str,
+    calls: &[Call],
+    ids: CallIds,
+    usage: Option<Value>,
+) -> String {
     let mut out = String::new();
     if anthropic {
         out += &event(
             "message_start",
             json!({"type": "message_start", "message": {"id": "msg_fake", "model": model,
-                   "usage": {"input_tokens": 120, "output_tokens": 1}}}),
+                   "usage": usage.unwrap_or_else(|| json!({"input_tokens": 120, "output_tokens": 1}))}}),
         );
         for (i, (name, args)) in calls.iter().enumerate() {
             out += &event(
@@ -100,17 +107,21 @@ pub fn stream(anthropic: bool, model: &str, calls: &[Call], ids: CallIds) -> Str
         }
     }
     out += &openai_chunk(model, json!({}), json!("tool_calls"));
-    out += &format!(
-        "data: {}\n\ndata: [DONE]\n\n",
-        json!({"id": "gen-fake", "object": "chat.completion.chunk", "model": model, "choices": [],
-               "usage": {"prompt_tokens": 120, "completion_tokens": 42, "total_tokens": 162}})
-    );
+    // OpenAI sends the usage chunk only when `stream_options.include_usage` asks for it.
+    if let Some(usage) = usage {
+        out += &format!(
+            "data: {}\n\n",
+            json!({"id": "gen-fake", "object": "chat.completion.chunk", "model": model, "choices": [],
+                   "usage": usage})
+        );
+    }
+    out += "data: [DONE]\n\n";
     out
 }
 
 /// The whole (non-streamed) answer made of these calls. Anthropic's `input` is an object:
 /// arguments that are not one are sent as a JSON string (a hostile server's shape).
-pub fn body(anthropic: bool, model: &str, calls: &[Call], ids: CallIds) -> String {
+pub fn body(anthropic: bool, model: &str, calls: &[Call], ids: CallIds, usage: Value) -> String {
     if anthropic {
         let content: Vec<Value> = calls
             .iter()
@@ -125,7 +136,7 @@ pub fn body(anthropic: bool, model: &str, calls: &[Call], ids: CallIds) -> Strin
             .collect();
         return json!({"id": "msg_fake", "type": "message", "role": "assistant", "model": model,
                       "content": content, "stop_reason": "tool_use",
-                      "usage": {"input_tokens": 120, "output_tokens": 42}})
+                      "usage": usage})
         .to_string();
     }
     let tool_calls: Vec<Value> = calls
@@ -142,6 +153,6 @@ pub fn body(anthropic: bool, model: &str, calls: &[Call], ids: CallIds) -> Strin
     json!({"id": "gen-fake", "object": "chat.completion", "model": model,
            "choices": [{"index": 0, "message": {"role": "assistant", "content": null, "tool_calls": tool_calls},
                         "finish_reason": "tool_calls"}],
-           "usage": {"prompt_tokens": 120, "completion_tokens": 42, "total_tokens": 162}})
+           "usage": usage})
     .to_string()
 }

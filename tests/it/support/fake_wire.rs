@@ -215,3 +215,104 @@ impl CallIds {
         }
     }
 }
+
+/// Whether an OpenAI stream ends with its usage chunk: only when the request asked with
+/// `stream_options.include_usage` (a request not streamed always has its usage).
+pub fn wants_usage_chunk(body: &Value) -> bool {
+    body["stream_options"]["include_usage"] == true
+}
+
+/// What the prompt cache does for this request (`cached`: the tokens a hit reads, None:
+/// the provider caches nothing). The prefix is the system block and the tools; OpenAI
+/// caches every prefix it saw, Anthropic only one marked with `cache_control`, and
+/// reports writing it the first time. Identical prefixes sent at once race as they do at
+/// the providers: the first one seen writes.
+pub fn cache_use(
+    seen: &mut HashSet<String>,
+    cached: Option<u64>,
+    body: &Value,
+    anthropic: bool,
+) -> super::fake_models::CacheUse {
+    use super::fake_models::CacheUse;
+    let Some(n) = cached else {
+        return CacheUse::None;
+    };
+    let prefix = if anthropic {
+        let marked = body["system"].to_string().contains("cache_control")
+            || body["tools"].to_string().contains("cache_control");
+        if !marked {
+            return CacheUse::None;
+        }
+        format!("{}|{}|{}", body["model"], body["system"], body["tools"])
+    } else {
+        format!(
+            "{}|{}|{}",
+            body["model"], body["messages"][0], body["tools"]
+        )
+    };
+    match (seen.insert(prefix), anthropic) {
+        (false, _) => CacheUse::Read(n),
+        (true, true) => CacheUse::Wrote(n),
+        (true, false) => CacheUse::None,
+    }
+}
+
+/// The tool a request forces (Anthropic `tool_choice: {type: "tool"}`, OpenAI
+/// `tool_choice: {type: "function"}`), if any.
+fn forced(body: &Value, anthropic: bool) -> Option<String> {
+    let c = &body["tool_choice"];
+    let name = if anthropic {
+        (c["type"] == "tool").then(|| c["name"].as_str())?
+    } else {
+        c["function"]["name"].as_str()
+    };
+    name.map(str::to_string)
+}
+
+/// The behaviour as the real API plays it under the request's `tool_choice`: a forced
+/// tool is the one the answer calls. Scripted calls of other tools become a call of it
+/// (an empty findings list for `submit_findings`); an answer in text that holds a
+/// findings object becomes `submit_findings` with that object (Anthropic's forced
+/// structured output never answers in text). `tool_choice: none` turns calls into text.
+pub fn honour_tool_choice(body: &Value, anthropic: bool, b: super::Behavior) -> super::Behavior {
+    use super::Behavior;
+    let none = body["tool_choice"] == "none" || body["tool_choice"]["type"] == "none";
+    if none && let Behavior::ToolCalls(_) = b {
+        return Behavior::Answer(super::findings_answer(json!([])));
+    }
+    let Some(name) = forced(body, anthropic) else {
+        return b;
+    };
+    let empty = if name == "submit_findings" {
+        json!({"findings": []}).to_string()
+    } else {
+        "{}".to_string()
+    };
+    match b {
+        Behavior::ToolCalls(calls) => {
+            let kept: Vec<_> = calls.into_iter().filter(|(n, _)| *n == name).collect();
+            if kept.is_empty() {
+                Behavior::ToolCalls(vec![(name, empty)])
+            } else {
+                Behavior::ToolCalls(kept)
+            }
+        }
+        Behavior::Answer(text) if name == "submit_findings" => match findings_object(&text) {
+            Some(object) => Behavior::ToolCalls(vec![(name, object)]),
+            None => Behavior::Answer(text),
+        },
+        other => other,
+    }
+}
+
+/// The findings object an answer's text holds (its fenced JSON, or the whole text).
+fn findings_object(text: &str) -> Option<String> {
+    let inner = text
+        .rsplit_once("```json")
+        .and_then(|(_, rest)| rest.split_once("```"))
+        .map_or(text, |(inner, _)| inner);
+    let v: Value = serde_json::from_str(inner.trim()).ok()?;
+    v.get("findings")
+        .filter(|f| f.is_array())
+        .map(|_| v.to_string())
+}
