@@ -108,7 +108,14 @@ fn load_corpus(args: &EvalArgs, dir: &Path) -> Result<eval::Corpus> {
 /// The report in the format asked for.
 fn render(args: &EvalArgs, report: &EvalReport) -> String {
     match args.format() {
-        EvalFormat::Text => eval::render::text(report),
+        EvalFormat::Text => {
+            let width = args
+                .output
+                .is_none()
+                .then(warden::text::wrap::stdout_columns)
+                .flatten();
+            warden::text::wrap::block(&eval::render::text(report), 4, width)
+        }
         EvalFormat::Markdown => eval::render::markdown(report),
         EvalFormat::Json => {
             let mut s = serde_json::to_string_pretty(report).expect("eval report serializes");

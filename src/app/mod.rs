@@ -192,7 +192,13 @@ fn plan_cmd(args: &PlanArgs) -> Result<i32> {
                 text.push_str(&format!("  {}\n", escape::inline(line)));
             }
         }
-        text
+        // To a terminal (or COLUMNS), lines fit its width; a file gets them whole.
+        let width = args
+            .output
+            .is_none()
+            .then(warden::text::wrap::stdout_columns)
+            .flatten();
+        warden::text::wrap::block(&text, 4, width)
     };
     emit(args.output.as_deref(), &text)?;
     Ok(0)

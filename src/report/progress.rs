@@ -236,7 +236,9 @@ impl Progress {
             );
             b.set_style(
                 indicatif::ProgressStyle::with_template(
-                    "{spinner} [{elapsed_precise}] {bar:30.cyan/blue} {pos}/{len} units  {msg}",
+                    // wide_msg: the line is cut to the terminal's width, so a refresh
+                    // redraws in place instead of scrolling.
+                    "{spinner} [{elapsed_precise}] {bar:20.cyan/blue} {pos}/{len} units  {wide_msg}",
                 )
                 .expect("valid template")
                 .progress_chars("=> "),
@@ -341,9 +343,10 @@ impl Progress {
                     st.last_key = Some(key);
                     let elapsed = st.start.elapsed();
                     drop(st);
-                    crate::text::stdio::eprint_line(&format!(
-                        "[{:>7.1}s] {line}",
-                        elapsed.as_secs_f64()
+                    // Cut to COLUMNS (or a terminal's width): one line per refresh.
+                    crate::text::stdio::eprint_line(&crate::text::wrap::truncate(
+                        &format!("[{:>7.1}s] {line}", elapsed.as_secs_f64()),
+                        crate::text::wrap::stderr_columns(),
                     ));
                 }
             }

@@ -9,7 +9,10 @@ use std::io::Write;
 /// Prints `line` and a newline on stderr, guarded; a failure to write is ignored (there is
 /// nowhere left to say it).
 pub fn eprint_line(line: &str) {
-    let mut text = super::escape::guard(line).into_owned();
+    // Wrapped at words to a terminal's width (or COLUMNS): every line a person reads fits.
+    let width = super::wrap::stderr_columns();
+    let wrapped = super::wrap::block(line, 4, width);
+    let mut text = super::escape::guard(wrapped.trim_end_matches('\n')).into_owned();
     text.push('\n');
     let mut err = std::io::stderr().lock();
     let _ = err.write_all(text.as_bytes()).and_then(|()| err.flush());

@@ -78,6 +78,54 @@ fn push_styled(out: &mut String, text: &str, style: &Style) {
     out.push_str(&style.apply_to(text).to_string());
 }
 
+/// The columns of a terminal on stderr: `COLUMNS` when set (as most terminal programs
+/// read it), else the terminal's width; None for a pipe or a file (lines stay whole, for
+/// the tools that read them).
+pub fn stderr_columns() -> Option<usize> {
+    columns(&console::Term::stderr())
+}
+
+/// As [`stderr_columns`], for stdout.
+pub fn stdout_columns() -> Option<usize> {
+    columns(&console::Term::stdout())
+}
+
+fn columns(term: &console::Term) -> Option<usize> {
+    let env = std::env::var("COLUMNS")
+        .ok()
+        .and_then(|c| c.trim().parse::<usize>().ok())
+        .filter(|&c| c > 0);
+    env.or_else(|| {
+        term.is_term()
+            .then(|| term.size_checked().map(|(_, cols)| usize::from(cols)))
+            .flatten()
+    })
+    .map(|w| w.max(20))
+}
+
+/// Every line of `text` wrapped to `width` at words, its continuations under `hang`
+/// spaces (a line's own leading spaces count as its lead). None: `text` as it is.
+pub fn block(text: &str, hang: usize, width: Option<usize>) -> String {
+    if width.is_none() {
+        return text.to_string();
+    }
+    let mut out = String::new();
+    for l in text.lines() {
+        let body = l.trim_start_matches(' ');
+        let lead = &l[..l.len() - body.len()];
+        line(&mut out, lead, hang + lead.len(), body, Style::new(), width);
+    }
+    out
+}
+
+/// `line` cut to `width` columns (colour codes take none) with `…` at the cut.
+pub fn truncate(line: &str, width: Option<usize>) -> String {
+    match width {
+        Some(w) => console::truncate_str(line, w, "…").into_owned(),
+        None => line.to_string(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -273,3 +273,49 @@ fn the_binary_wraps_its_text_report_to_columns() {
     assert!(whole.contains("unavailable rate-ltd"), "{whole}");
     assert!(whole.lines().any(|l| l.chars().count() > 80), "{whole}");
 }
+
+/// At 80 columns (COLUMNS; stderr a pipe, as the suite runs) every line of the first
+/// screen fits: the progress line is cut to the width instead of running past it, the
+/// plan and an error are wrapped (before: the progress line ran past 100 columns, the plan
+/// and errors ignored the width).
+#[test]
+fn progress_plan_and_errors_fit_80_columns() {
+    let r = Repo::new();
+    r.write("src/lib.rs", "pub fn a() {}\n").commit_all("base");
+    r.git(&["checkout", "-q", "-b", "feat"]);
+    r.write(
+        "src/db.rs",
+        "fn q(id: &str) { run(\"SELECT * FROM t WHERE id=\" + id).unwrap(); }\n",
+    )
+    .commit_all("change");
+    let run = |args: &[&str]| {
+        let out = r.warden(args).env("COLUMNS", "80").output().unwrap();
+        (
+            out.status.code().unwrap(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let fits = |what: &str, text: &str| {
+        for l in text.lines() {
+            assert!(
+                l.chars().count() <= 80,
+                "{what}: {} columns: {l}",
+                l.chars().count()
+            );
+        }
+    };
+    let (code, out, err) = run(&["review", "--sim"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("units done"), "progress was shown: {err}");
+    fits("progress", &err);
+    fits("report", &out);
+    let (code, out, err) = run(&["plan"]);
+    assert_eq!(code, 0, "{err}");
+    fits("plan", &out);
+    r.write("warden.toml", "version = 1\n").commit_all("config");
+    let (code, _, err) = run(&["review", "main...HEAD"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--trust-head-config"), "{err}");
+    fits("error", &err);
+}
