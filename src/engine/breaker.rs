@@ -41,14 +41,15 @@ impl BreakerState {
         }
     }
 
-    /// The state as people read it (text report, step summary, progress): JSON, traces
-    /// and Redis keep [`BreakerState::as_str`]'s enum values.
+    /// The route's state as people read it (text report, step summary, progress), in
+    /// words that need no circuit-breaker jargon: JSON, traces and Redis keep
+    /// [`BreakerState::as_str`]'s enum values.
     pub fn label(self) -> &'static str {
         match self {
-            BreakerState::Closed => "closed",
-            BreakerState::Open => "open",
-            BreakerState::HalfOpen => "half-open",
-            BreakerState::ForcedOpen => "held open for the run",
+            BreakerState::Closed => "healthy",
+            BreakerState::Open => "failing",
+            BreakerState::HalfOpen => "probing",
+            BreakerState::ForcedOpen => "failing for the run",
         }
     }
 }

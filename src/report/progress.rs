@@ -187,7 +187,7 @@ fn note(e: &Event, name: impl Fn(usize) -> String) -> Option<String> {
     match e {
         Event::Breaker {
             route, to, reason, ..
-        } => Some(format!("breaker {route} -> {}: {reason}", to.label())),
+        } => Some(format!("route {route} -> {}: {reason}", to.label())),
         Event::Failover {
             unit,
             from,

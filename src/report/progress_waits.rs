@@ -207,7 +207,7 @@ fn route_wait(name: &str, r: &RouteWait, now: Instant, start: Option<Instant>) -
     if let Some((state, reason, at)) = &r.breaker {
         return Some(Said {
             text: format!(
-                "breaker of `{name}` {}{}{unreachable} ({})",
+                "route `{name}` {}{}{unreachable} ({})",
                 state.label(),
                 since(*at),
                 escape::inline(reason)

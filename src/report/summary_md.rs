@@ -200,13 +200,13 @@ fn coverage(out: &mut String, r: &Report) {
 /// Per-route figures as a Markdown table (also folded into the PR comment).
 pub(crate) fn route_table(r: &Report) -> String {
     let mut out = String::from(
-        "| route | calls | ok | timeouts | unavailable | rate limited | failovers from | retries | loop turns | p50 | p95 | max | TTFT p95 | breaker |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
+        "| route | calls | ok | timeouts | unavailable | rate limited | failovers from | retries | loop turns | p50 | p95 | max | TTFT p95 | state |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
     );
     for name in &r.route_order {
         let m = &r.routes[name];
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {} | {} | {} ({} opens) |",
+            "| {} | {} | {} | {} | {} | {} (set aside {}x) |",
             cell(name),
             super::route_cells(m, "–")[..6].join(" | "),
             m.retries,

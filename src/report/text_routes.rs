@@ -30,12 +30,12 @@ pub(super) fn routes(out: &mut String, r: &Report, layout: Layout) {
         out,
         "{}",
         if full {
-            full_row("route", &header_cells(), "breaker", name_w)
+            full_row("route", &header_cells(), "state", name_w)
         } else {
             compact_row(
                 "route",
                 ["calls", "ok", "not ok", "failover", "p95"],
-                "breaker",
+                "state",
                 name_w,
             )
         }
@@ -96,7 +96,7 @@ fn header_cells() -> [String; 10] {
 /// The breaker's state in words, and how often it opened.
 fn breaker(m: &RouteMetrics) -> String {
     let opened = if m.breaker.opens > 0 {
-        format!(" (opened {}x)", m.breaker.opens)
+        format!(" (set aside {}x)", m.breaker.opens)
     } else {
         String::new()
     };

@@ -77,8 +77,10 @@ fn the_markdown_comment_lists_files_skipped_before_review_with_their_rule() {
 fn breaker_states_read_as_words_for_people_and_as_enum_values_in_json() {
     console::set_colors_enabled(false);
     for (state, words) in [
-        (BreakerState::HalfOpen, "half-open"),
-        (BreakerState::ForcedOpen, "held open for the run"),
+        (BreakerState::Closed, "healthy"),
+        (BreakerState::Open, "failing"),
+        (BreakerState::HalfOpen, "probing"),
+        (BreakerState::ForcedOpen, "failing for the run"),
     ] {
         let mut r = fixture();
         r.routes.get_mut("primary").unwrap().breaker.state = state;
@@ -225,7 +227,7 @@ fn progress_names_units_and_what_waiting_units_wait_for() {
     assert!(
         lines
             .iter()
-            .any(|l| l.contains("units wait: breaker of `dead` open since +")
+            .any(|l| l.contains("units wait: route `dead` failing since +")
                 && l.contains(&format!("failed connections to {address}"))),
         "{stderr}"
     );
