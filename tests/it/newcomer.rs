@@ -1,6 +1,7 @@
 //! A newcomer's whole path with the real binary from a real release archive: unpack what
 //! `scripts/package` makes, see the built-in demo, `warden init`, review a branch on the
-//! simulator route init wrote, install shell completions.
+//! simulator route init wrote (before and after committing it), the plan and a SARIF
+//! file by its extension at 80 columns, install shell completions.
 
 use crate::support::{Repo, fresh_cache_dir};
 use std::path::{Path, PathBuf};
@@ -95,9 +96,24 @@ fn a_newcomer_goes_from_the_release_archive_to_a_reviewed_branch() {
     let (code, _, err) = run(&warden, r.path(), &["init"]);
     assert_eq!(code, 0, "{err}");
     assert!(err.contains("next:"), "{err}");
+
+    // 3. The README's next command, as written: `warden review` with warden.toml still
+    // untracked reviews the branch (not "uncommitted changes" with nothing left), says so
+    // on its first line, and is complete on the starter's simulated route.
+    let (code, out, err) = run(&warden, r.path(), &["review"]);
+    assert_eq!(
+        code, 1,
+        "the SQL built by concatenation is high: {out}\n{err}"
+    );
+    assert!(
+        out.starts_with("warden review: branch feat vs its merge-base with main"),
+        "{out}"
+    );
+    assert!(out.contains("src/db.rs") && out.contains("SQL"), "{out}");
+    assert!(out.contains("Review complete"), "{out}");
     r.commit_all("warden init");
 
-    // 3. The branch reviewed on the simulator route init wrote: the change, not the starter.
+    // The same once committed: the change, not the starter.
     let (code, out, err) = run(&warden, r.path(), &["review"]);
     assert_eq!(
         code, 1,
@@ -110,6 +126,35 @@ fn a_newcomer_goes_from_the_release_archive_to_a_reviewed_branch() {
     );
     let (_, plan, _) = run(&warden, r.path(), &["plan", "--json"]);
     assert!(plan.contains("\"warden-init\""), "{plan}");
+
+    // The plan and a SARIF file by its extension, in an 80-column terminal (COLUMNS).
+    let out = Command::new(&warden)
+        .args(["plan"])
+        .current_dir(r.path())
+        .env_remove("CI")
+        .env("COLUMNS", "80")
+        .env("WARDEN_CACHE_DIR", fresh_cache_dir())
+        .output()
+        .unwrap();
+    let plan = String::from_utf8_lossy(&out.stdout);
+    assert!(plan.contains("src/db.rs"), "{plan}");
+    assert!(plan.lines().all(|l| l.chars().count() <= 80), "{plan}");
+    let sarif = tmp.path().join("warden.sarif");
+    let out = Command::new(&warden)
+        .args(["review", "-o"])
+        .arg(&sarif)
+        .current_dir(r.path())
+        .env_remove("CI")
+        .env("COLUMNS", "80")
+        .env("WARDEN_CACHE_DIR", fresh_cache_dir())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.lines().all(|l| l.chars().count() <= 80), "{err}");
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&sarif).unwrap()).unwrap();
+    assert_eq!(doc["version"], "2.1.0", "-o by extension writes SARIF");
 
     // 4. Completions for the shell.
     let (code, out, err) = run(&warden, r.path(), &["completions", "bash"]);
