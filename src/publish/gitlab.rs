@@ -15,6 +15,7 @@ use crate::config::Resolve;
 use crate::report::published::Published;
 use reqwest::{Method, Url};
 use serde_json::{Value, json};
+use std::collections::HashMap;
 
 const MAX_PAGES: usize = 100;
 
@@ -117,14 +118,19 @@ fn thread(d: &Value, diff: &DiffLines) -> Option<Thread> {
     })
 }
 
-/// Publishes to GitLab.
-pub(super) async fn run(api: &mut Api, req: &Request, out: &mut Published) -> Result<(), ApiError> {
-    let r = &req.report;
-    let mut gl = Gitlab { api, ctx: &req.ctx };
+/// What the reads give: the diff (and each file's old path), the threads, the sticky note.
+struct Read {
+    diff: DiffLines,
+    old_paths: HashMap<String, String>,
+    threads: Vec<Thread>,
+    sticky: Option<(u64, String)>,
+}
+
+async fn read(gl: &mut Gitlab<'_>) -> Result<Read, ApiError> {
     gl.version().await?;
     let mut diff = DiffLines::default();
     // A text position names the file on both sides (a rename's old path).
-    let mut old_paths = std::collections::HashMap::new();
+    let mut old_paths = HashMap::new();
     for f in gl.list("/diffs").await? {
         if let (Some(p), Some(d)) = (f["new_path"].as_str(), f["diff"].as_str()) {
             diff.add_patch(p, d);
@@ -135,7 +141,7 @@ pub(super) async fn run(api: &mut Api, req: &Request, out: &mut Published) -> Re
         }
     }
     let discussions = gl.list("/discussions").await?;
-    let threads: Vec<Thread> = discussions
+    let threads = discussions
         .iter()
         .filter_map(|d| thread(d, &diff))
         .collect();
@@ -146,14 +152,28 @@ pub(super) async fn run(api: &mut Api, req: &Request, out: &mut Published) -> Re
             .starts_with(marker::STICKY)
             .then(|| Some((n["id"].as_u64()?, body.to_string())))?
     });
-    let listed = sticky
+    Ok(Read {
+        diff,
+        old_paths,
+        threads,
+        sticky,
+    })
+}
+
+/// Publishes to GitLab.
+pub(super) async fn run(api: &mut Api, req: &Request, out: &mut Published) -> Result<(), ApiError> {
+    let r = &req.report;
+    let mut gl = Gitlab { api, ctx: &req.ctx };
+    let read = read(&mut gl).await?;
+    let listed = read
+        .sticky
         .as_ref()
         .map(|(_, b)| marker::body_list(b))
         .unwrap_or_default();
     let p = plan::plan(&plan::Input {
         report: r,
-        diff: &diff,
-        threads: &threads,
+        diff: &read.diff,
+        threads: &read.threads,
         in_bodies: &listed,
         resolve: req.settings.resolve,
         max_resolve: req.settings.max_resolve,
@@ -175,9 +195,55 @@ pub(super) async fn run(api: &mut Api, req: &Request, out: &mut Published) -> Re
         ));
         return Ok(());
     }
+    let body = post_discussions(&mut gl, req, &p, &v, &read.old_paths, out).await;
+    let body = post_note(&mut gl, req, body, out).await;
+    if resolving {
+        for id in &p.resolve {
+            let url = gl.url(&format!("/discussions/{id}?resolved=true"));
+            match gl.api.call(Method::PUT, &url, None).await {
+                Ok(_) => out.resolved += 1,
+                Err(e) => {
+                    out.failed += 1;
+                    out.notes.push(format!("resolving a discussion: {e}"));
+                }
+            }
+        }
+    }
+    let mut rows: Vec<String> = listed
+        .iter()
+        .map(|(m, ph)| {
+            format!(
+                "id={} skill={} anchor={} path={ph}",
+                m.id, m.skill, m.anchor
+            )
+        })
+        .collect();
+    for n in p.new.iter().filter(|n| body.contains(&n.finding)) {
+        rows.push(n.marker.row(&r.findings[n.finding].path));
+    }
+    upsert_sticky(
+        &mut gl,
+        read.sticky.map(|(id, _)| id),
+        &render::sticky(r, &rows),
+        out,
+    )
+    .await;
+    Ok(())
+}
+
+/// One discussion per new inline finding; returns the findings for the run's note (those
+/// outside the diff, and those whose position GitLab refused).
+async fn post_discussions(
+    gl: &mut Gitlab<'_>,
+    req: &Request,
+    p: &plan::Plan,
+    v: &Version,
+    old_paths: &HashMap<String, String>,
+    out: &mut Published,
+) -> Vec<usize> {
     let mut body: Vec<usize> = Vec::new();
     for n in &p.new {
-        let f = &r.findings[n.finding];
+        let f = &req.report.findings[n.finding];
         let Place::Inline { line, exact, .. } = n.place else {
             body.push(n.finding);
             continue;
@@ -203,56 +269,56 @@ pub(super) async fn run(api: &mut Api, req: &Request, out: &mut Published) -> Re
             }
         }
     }
-    if !body.is_empty() {
-        let fs: Vec<&crate::report::Finding> = body.iter().map(|i| &r.findings[*i]).collect();
-        let text = render::review_body(
-            r,
-            &req.ctx.head,
-            req.ctx.web_url.as_deref(),
-            &fs,
-            out.moved_to_body,
-        );
-        let url = gl.url("/notes");
-        match gl
-            .api
-            .call(Method::POST, &url, Some(&json!({"body": text})))
-            .await
-        {
-            Ok(_) => out.posted += body.len(),
-            Err(e) => {
-                out.failed += body.len();
-                out.notes.push(format!("the review note: {e}"));
-                body.clear();
-            }
+    body
+}
+
+/// The run's note: its outcome and the findings no diff line holds. Returns those posted.
+async fn post_note(
+    gl: &mut Gitlab<'_>,
+    req: &Request,
+    body: Vec<usize>,
+    out: &mut Published,
+) -> Vec<usize> {
+    if body.is_empty() {
+        return body;
+    }
+    let r = &req.report;
+    let fs: Vec<&crate::report::Finding> = body.iter().map(|i| &r.findings[*i]).collect();
+    let text = render::review_body(
+        r,
+        &req.ctx.head,
+        req.ctx.web_url.as_deref(),
+        &fs,
+        out.moved_to_body,
+    );
+    let url = gl.url("/notes");
+    match gl
+        .api
+        .call(Method::POST, &url, Some(&json!({"body": text})))
+        .await
+    {
+        Ok(_) => {
+            out.posted += body.len();
+            body
+        }
+        Err(e) => {
+            out.failed += body.len();
+            out.notes.push(format!("the review note: {e}"));
+            Vec::new()
         }
     }
-    if resolving {
-        for id in &p.resolve {
-            let url = gl.url(&format!("/discussions/{id}?resolved=true"));
-            match gl.api.call(Method::PUT, &url, None).await {
-                Ok(_) => out.resolved += 1,
-                Err(e) => {
-                    out.failed += 1;
-                    out.notes.push(format!("resolving a discussion: {e}"));
-                }
-            }
-        }
-    }
-    let mut rows: Vec<String> = listed
-        .iter()
-        .map(|(m, ph)| {
-            format!(
-                "id={} skill={} anchor={} path={ph}",
-                m.id, m.skill, m.anchor
-            )
-        })
-        .collect();
-    for n in p.new.iter().filter(|n| body.contains(&n.finding)) {
-        rows.push(n.marker.row(&r.findings[n.finding].path));
-    }
-    let text = json!({"body": render::sticky(r, &rows)});
-    let res = match sticky {
-        Some((id, _)) => {
+}
+
+/// The sticky summary note, edited in place or posted.
+async fn upsert_sticky(
+    gl: &mut Gitlab<'_>,
+    existing: Option<u64>,
+    body: &str,
+    out: &mut Published,
+) {
+    let text = json!({ "body": body });
+    let res = match existing {
+        Some(id) => {
             let url = gl.url(&format!("/notes/{id}"));
             gl.api.call(Method::PUT, &url, Some(&text)).await
         }
@@ -265,5 +331,4 @@ pub(super) async fn run(api: &mut Api, req: &Request, out: &mut Published) -> Re
         out.failed += 1;
         out.notes.push(format!("the summary note: {e}"));
     }
-    Ok(())
 }

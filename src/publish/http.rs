@@ -120,91 +120,131 @@ impl Api {
             if left.is_zero() {
                 return Err(ApiError::Budget("spent before the request".into()));
             }
-            let mut req = self
-                .client
-                .request(method.clone(), url.clone())
-                .timeout(left.min(Duration::from_secs(30)));
-            if self.token_header == "Authorization" {
-                req = req
-                    .header("Accept", "application/vnd.github+json")
-                    .header("X-GitHub-Api-Version", "2022-11-28");
-            }
-            if let Some(t) = &self.token {
-                req = match self.token_header {
-                    "Authorization" => req.bearer_auth(t.expose()),
-                    h => req.header(h, t.expose()),
-                };
-            }
-            if let Some(b) = body {
-                req = req.json(b);
-            }
             self.requests += 1;
-            let resp = req.send().await.map_err(|e| {
-                ApiError::Transport(self.clean(&crate::provider::http::root_cause(&e)))
-            })?;
+            let resp = self
+                .request(&method, url, body, left)
+                .send()
+                .await
+                .map_err(|e| {
+                    ApiError::Transport(self.clean(&crate::provider::http::root_cause(&e)))
+                })?;
             let status = resp.status();
             let headers = resp.headers().clone();
             let bytes = read_capped(resp)
                 .await
                 .map_err(|e| ApiError::Transport(self.clean(&e)))?;
-            let text = String::from_utf8_lossy(&bytes);
-            let remaining =
-                header(&headers, "x-ratelimit-remaining").and_then(|v| v.parse::<u64>().ok());
-            let reset = header(&headers, "x-ratelimit-reset").and_then(|v| v.parse::<u64>().ok());
-            if let (Some(0), Some(at)) = (remaining, reset.map(epoch_to_instant)) {
-                self.paused_until = Some(at);
-            }
-            let limited = status == StatusCode::TOO_MANY_REQUESTS
-                || (status == StatusCode::FORBIDDEN
-                    && (remaining == Some(0)
-                        || header(&headers, "retry-after").is_some()
-                        || text.to_ascii_lowercase().contains("rate limit")));
-            if limited && waits < MAX_WAITS {
+            if self.limited(status, &headers, &bytes) && waits < MAX_WAITS {
                 waits += 1;
-                let wait = header(&headers, "retry-after")
-                    .and_then(|v| v.trim().parse::<u64>().ok())
-                    .map(Duration::from_secs)
-                    .or_else(|| {
-                        self.paused_until
-                            .map(|p| p.saturating_duration_since(Instant::now()))
-                    })
-                    .unwrap_or(DEFAULT_WAIT);
-                let until = Instant::now() + wait;
-                self.paused_until = Some(self.paused_until.map_or(until, |p| p.max(until)));
                 continue;
             }
-            if status.is_redirection() {
-                return Err(ApiError::Status(
-                    status.as_u16(),
-                    "a redirect, not followed: check the API address".into(),
-                ));
-            }
-            if !status.is_success() {
-                let msg = serde_json::from_slice::<serde_json::Value>(&bytes)
-                    .ok()
-                    .and_then(|v| {
-                        let m = v["message"].as_str()?.to_string();
-                        let errs = v.get("errors").map(|e| format!(" {e}")).unwrap_or_default();
-                        Some(format!("{m}{errs}"))
-                    })
-                    .unwrap_or_else(|| text.chars().take(200).collect());
-                return Err(ApiError::Status(status.as_u16(), self.clean(&msg)));
-            }
-            let body = if bytes.is_empty() {
-                serde_json::Value::Null
-            } else {
-                serde_json::from_slice(&bytes)
-                    .map_err(|e| ApiError::Transport(format!("the answer is not JSON ({e})")))?
-            };
-            let next = header(&headers, "link").and_then(|l| next_link(&l));
-            let next_page = header(&headers, "x-next-page").and_then(|v| v.trim().parse().ok());
-            return Ok(Answer {
-                status,
-                body,
-                next,
-                next_page,
-            });
+            return self.answer(status, &headers, &bytes);
         }
+    }
+
+    /// One request: the token in its header, GitHub's media type and version to GitHub.
+    fn request(
+        &self,
+        method: &Method,
+        url: &Url,
+        body: Option<&serde_json::Value>,
+        left: Duration,
+    ) -> reqwest::RequestBuilder {
+        let mut req = self
+            .client
+            .request(method.clone(), url.clone())
+            .timeout(left.min(Duration::from_secs(30)));
+        if self.token_header == "Authorization" {
+            req = req
+                .header("Accept", "application/vnd.github+json")
+                .header("X-GitHub-Api-Version", "2022-11-28");
+        }
+        if let Some(t) = &self.token {
+            req = match self.token_header {
+                "Authorization" => req.bearer_auth(t.expose()),
+                h => req.header(h, t.expose()),
+            };
+        }
+        if let Some(b) = body {
+            req = req.json(b);
+        }
+        req
+    }
+
+    /// Reads the limit headers of an answer (a spent primary limit pauses until its
+    /// reset) and says whether the answer is a limit to wait out (403/429), setting the
+    /// pause: `retry-after`, else the reset, else a minute.
+    fn limited(
+        &mut self,
+        status: StatusCode,
+        headers: &reqwest::header::HeaderMap,
+        bytes: &[u8],
+    ) -> bool {
+        let remaining =
+            header(headers, "x-ratelimit-remaining").and_then(|v| v.parse::<u64>().ok());
+        let reset = header(headers, "x-ratelimit-reset").and_then(|v| v.parse::<u64>().ok());
+        if let (Some(0), Some(at)) = (remaining, reset.map(epoch_to_instant)) {
+            self.paused_until = Some(at);
+        }
+        let retry_after = header(headers, "retry-after");
+        let limited = status == StatusCode::TOO_MANY_REQUESTS
+            || (status == StatusCode::FORBIDDEN
+                && (remaining == Some(0)
+                    || retry_after.is_some()
+                    || String::from_utf8_lossy(bytes)
+                        .to_ascii_lowercase()
+                        .contains("rate limit")));
+        if limited {
+            let wait = retry_after
+                .and_then(|v| v.trim().parse::<u64>().ok())
+                .map(Duration::from_secs)
+                .or_else(|| {
+                    self.paused_until
+                        .map(|p| p.saturating_duration_since(Instant::now()))
+                })
+                .unwrap_or(DEFAULT_WAIT);
+            let until = Instant::now() + wait;
+            self.paused_until = Some(self.paused_until.map_or(until, |p| p.max(until)));
+        }
+        limited
+    }
+
+    /// An answer as a result: a redirect or an error status (its message redacted), or
+    /// the JSON body with its next-page links.
+    fn answer(
+        &self,
+        status: StatusCode,
+        headers: &reqwest::header::HeaderMap,
+        bytes: &[u8],
+    ) -> Result<Answer, ApiError> {
+        if status.is_redirection() {
+            return Err(ApiError::Status(
+                status.as_u16(),
+                "a redirect, not followed: check the API address".into(),
+            ));
+        }
+        if !status.is_success() {
+            let msg = serde_json::from_slice::<serde_json::Value>(bytes)
+                .ok()
+                .and_then(|v| {
+                    let m = v["message"].as_str()?.to_string();
+                    let errs = v.get("errors").map(|e| format!(" {e}")).unwrap_or_default();
+                    Some(format!("{m}{errs}"))
+                })
+                .unwrap_or_else(|| String::from_utf8_lossy(bytes).chars().take(200).collect());
+            return Err(ApiError::Status(status.as_u16(), self.clean(&msg)));
+        }
+        let body = if bytes.is_empty() {
+            serde_json::Value::Null
+        } else {
+            serde_json::from_slice(bytes)
+                .map_err(|e| ApiError::Transport(format!("the answer is not JSON ({e})")))?
+        };
+        Ok(Answer {
+            status,
+            body,
+            next: header(headers, "link").and_then(|l| next_link(&l)),
+            next_page: header(headers, "x-next-page").and_then(|v| v.trim().parse().ok()),
+        })
     }
 
     async fn wait_for_pause(&mut self) -> Result<(), ApiError> {

@@ -97,13 +97,6 @@ async fn run(gh: &mut Github<'_>, req: &Request, out: &mut Published) -> Result<
     let diff = gh.diff().await?;
     let threads = gh.threads().await?;
     let sticky = gh.sticky().await?;
-    let old_rows: Vec<String> = sticky
-        .as_ref()
-        .map(|(_, b)| marker::body_list(b))
-        .unwrap_or_default()
-        .iter()
-        .map(|(m, p)| format!("id={} skill={} anchor={} path={p}", m.id, m.skill, m.anchor))
-        .collect();
     let listed = sticky
         .as_ref()
         .map(|(_, b)| marker::body_list(b))
@@ -121,16 +114,7 @@ async fn run(gh: &mut Github<'_>, req: &Request, out: &mut Published) -> Result<
     let resolving = req.settings.resolve == Resolve::Yes && !req.dry_run;
     out.resolvable = p.resolve_over_cap + if resolving { 0 } else { p.resolve.len() };
     if req.dry_run {
-        out.posted = p.new.len();
-        for n in &p.new {
-            let f = &r.findings[n.finding];
-            out.notes.push(format!(
-                "would post {}:{} {}",
-                crate::text::escape::inline(&f.path),
-                f.start_line,
-                where_(&n.place)
-            ));
-        }
+        list_dry_run(r, &p, out);
         return Ok(());
     }
     // Head freshness, right before the first write.
@@ -143,8 +127,54 @@ async fn run(gh: &mut Github<'_>, req: &Request, out: &mut Published) -> Result<
         ));
         return Ok(());
     }
-    let mut inline: Vec<(usize, ReviewComment)> = Vec::new();
-    let mut body: Vec<usize> = Vec::new();
+    let (inline, mut body) = split(r, &p);
+    if !inline.is_empty() || !body.is_empty() {
+        body = post_review(gh, req, inline, body, out).await?;
+    }
+    if resolving {
+        for id in &p.resolve {
+            match gh.resolve(id).await {
+                Ok(()) => out.resolved += 1,
+                Err(e) => {
+                    out.failed += 1;
+                    out.notes.push(format!("resolving a thread: {e}"));
+                }
+            }
+        }
+    }
+    let mut rows: Vec<String> = listed
+        .iter()
+        .map(|(m, p)| format!("id={} skill={} anchor={} path={p}", m.id, m.skill, m.anchor))
+        .collect();
+    for n in p.new.iter().filter(|n| body.contains(&n.finding)) {
+        rows.push(n.marker.row(&r.findings[n.finding].path));
+    }
+    let existing = sticky.map(|(id, _)| id);
+    if let Err(e) = gh.upsert_sticky(existing, &render::sticky(r, &rows)).await {
+        out.failed += 1;
+        out.notes.push(format!("the summary comment: {e}"));
+    }
+    Ok(())
+}
+
+/// `--dry-run`: what would be posted, and where.
+fn list_dry_run(r: &Report, p: &plan::Plan, out: &mut Published) {
+    out.posted = p.new.len();
+    for n in &p.new {
+        let f = &r.findings[n.finding];
+        out.notes.push(format!(
+            "would post {}:{} {}",
+            crate::text::escape::inline(&f.path),
+            f.start_line,
+            where_(&n.place)
+        ));
+    }
+}
+
+/// The new findings as inline comments (with their finding's index) and body findings.
+fn split(r: &Report, p: &plan::Plan) -> (Vec<(usize, ReviewComment)>, Vec<usize>) {
+    let mut inline = Vec::new();
+    let mut body = Vec::new();
     for n in &p.new {
         let f = &r.findings[n.finding];
         match n.place {
@@ -160,30 +190,7 @@ async fn run(gh: &mut Github<'_>, req: &Request, out: &mut Published) -> Result<
             plan::Place::Body => body.push(n.finding),
         }
     }
-    if !inline.is_empty() || !body.is_empty() {
-        body = post_review(gh, req, inline, body, out).await?;
-    }
-    if resolving {
-        for id in &p.resolve {
-            match gh.resolve(id).await {
-                Ok(()) => out.resolved += 1,
-                Err(e) => {
-                    out.failed += 1;
-                    out.notes.push(format!("resolving a thread: {e}"));
-                }
-            }
-        }
-    }
-    let mut rows = old_rows;
-    for n in p.new.iter().filter(|n| body.contains(&n.finding)) {
-        rows.push(n.marker.row(&r.findings[n.finding].path));
-    }
-    let existing = sticky.map(|(id, _)| id);
-    if let Err(e) = gh.upsert_sticky(existing, &render::sticky(r, &rows)).await {
-        out.failed += 1;
-        out.notes.push(format!("the summary comment: {e}"));
-    }
-    Ok(())
+    (inline, body)
 }
 
 fn where_(p: &plan::Place) -> &'static str {
