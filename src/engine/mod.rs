@@ -361,7 +361,7 @@ impl Engine {
                 slots,
                 units.len(),
                 review_deadline,
-                (hunk_budget, self.exec.request_timeout),
+                self.exec.request_timeout,
             ),
             cancel: interrupt.child_token(),
             interrupted: interrupt.clone(),

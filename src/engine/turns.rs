@@ -153,8 +153,7 @@ impl LoopState {
         let short = left < sh.exec.request_timeout.saturating_mul(2);
         let last = used + 1 >= self.figures.turns_allowed;
         // Checked only when nothing else ends the tool turns (it reads shared figures).
-        let shed =
-            !(last || spent || short || sh.depth.affords_tool_turn(self.figures.turns_allowed));
+        let shed = !(last || spent || short || sh.depth.affords_tool_turn());
         if !(last || spent || short || shed) {
             return;
         }
@@ -512,16 +511,16 @@ fn canonical(arguments: &str) -> String {
 /// covers that turn and the final one at what a turn costs; units that finish early leave
 /// their share to the rest. A turn costs the slot time of every attempt so far (failed,
 /// timed out and bounced ones too: they held a permit) over the turns answered; before any
-/// turn is answered, what the config expects of one: the unit's hunk budget over its turns,
-/// at most the request deadline. So when the budget cannot cover every unit once, tool
-/// turns go first, down to single-shot reviews.
+/// turn is answered, the request deadline (depth comes from observed latency: a guess
+/// below it let the first units of a slow route take tool turns they could not afford).
+/// So when the budget cannot cover every unit once, tool turns go first, down to
+/// single-shot reviews.
 #[derive(Debug)]
 pub(super) struct Depth {
     /// Permits of every route: slots per second of budget.
     slots: u32,
     review_deadline: Instant,
-    /// A unit's budget and the request deadline: a turn's cost before any was answered.
-    hunk_budget: Duration,
+    /// The request deadline: a turn's cost before any was answered.
     request_timeout: Duration,
     units_open: std::sync::atomic::AtomicUsize,
     /// Milliseconds every attempt held a slot, and the turns answered.
@@ -533,12 +532,11 @@ impl Depth {
         slots: usize,
         units: usize,
         review_deadline: Instant,
-        (hunk_budget, request_timeout): (Duration, Duration),
+        request_timeout: Duration,
     ) -> Self {
         Depth {
             slots: slots.max(1) as u32,
             review_deadline,
-            hunk_budget,
             request_timeout,
             units_open: units.into(),
             observed: Default::default(),
@@ -561,21 +559,21 @@ impl Depth {
         o.1 += u64::from(answered);
     }
 
-    /// What an answered turn costs in slot time, so far (a loop of `turns`).
-    fn turn_cost(&self, turns: u32) -> Duration {
+    /// What an answered turn costs in slot time, so far.
+    fn turn_cost(&self) -> Duration {
         let (spent_ms, answered) = *self.observed.lock().expect("depth lock");
         let spent = Duration::from_millis(spent_ms);
         if answered == 0 {
-            let prior = (self.hunk_budget / turns.max(1)).min(self.request_timeout);
-            return prior.max(spent);
+            // Nothing observed yet: a turn may take its whole request deadline.
+            return self.request_timeout.max(spent);
         }
         spent / answered.min(u64::from(u32::MAX)) as u32
     }
 
     /// Whether a unit's share of what is left covers two more turns (a tool turn and the
-    /// final one) of its loop of `turns`.
-    pub(super) fn affords_tool_turn(&self, turns: u32) -> bool {
-        let turn = self.turn_cost(turns);
+    /// final one).
+    pub(super) fn affords_tool_turn(&self) -> bool {
+        let turn = self.turn_cost();
         let left = self
             .review_deadline
             .saturating_duration_since(Instant::now());
@@ -585,5 +583,40 @@ impl Depth {
             .max(1) as u32;
         let share = left.saturating_mul(self.slots) / open;
         share >= turn.saturating_mul(2)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Depth;
+    use std::time::Duration;
+    use tokio::time::Instant;
+
+    const S: fn(u64) -> Duration = Duration::from_secs;
+
+    /// The headline at 60x: 8 permits, 60 units, 15 s, a 2 s request deadline.
+    #[tokio::test(start_paused = true)]
+    async fn depth_comes_from_observed_turns_and_the_budget_left() {
+        let d = Depth::new(8, 60, Instant::now() + S(15), S(2));
+        // Nothing observed: a turn may take the whole deadline; 2 s a unit covers no
+        // tool turn and its final one (4 s).
+        assert!(!d.affords_tool_turn());
+        // Fast turns observed (300 ms): 2 s a unit covers two.
+        for _ in 0..10 {
+            d.observe(Duration::from_millis(300), true);
+        }
+        assert!(d.affords_tool_turn());
+        // Slow and failed attempts count their slot time too: 1.5 s a turn.
+        for _ in 0..10 {
+            d.observe(Duration::from_millis(2700), true);
+        }
+        assert!(!d.affords_tool_turn());
+        // Units that end leave their share; and the share shrinks as time passes.
+        for _ in 0..55 {
+            d.unit_finished();
+        }
+        assert!(d.affords_tool_turn(), "5 units share 24 s");
+        tokio::time::advance(S(14)).await;
+        assert!(!d.affords_tool_turn(), "1 s left: 1.6 s a unit");
     }
 }
