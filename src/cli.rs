@@ -143,10 +143,11 @@ pub enum Command {
     ///
     /// For example `warden completions bash > ~/.local/share/bash-completion/completions/warden`.
     Completions(CompletionsArgs),
-    /// Print the manual page (roff).
+    /// Print a manual page (roff): warden(1), or a command's with every flag.
     ///
-    /// For example `warden man > ~/.local/share/man/man1/warden.1`.
-    Man,
+    /// For example `warden man > ~/.local/share/man/man1/warden.1`, `warden man review >
+    /// warden-review.1`, or every page at once: `warden man --dir ~/.local/share/man/man1`.
+    Man(ManArgs),
     /// Measure review quality on a corpus of cases with known problems: precision,
     /// recall, F1, noise on clean cases, cost and time per true finding.
     Eval(EvalArgs),
@@ -881,4 +882,15 @@ impl ValueEnum for FailOn {
             FailOn::At(s) => PossibleValue::new(s.as_str()),
         })
     }
+}
+
+/// `warden man`.
+#[derive(Debug, Clone, Args)]
+pub struct ManArgs {
+    /// The command whose page to print (warden-COMMAND(1)); none: warden(1).
+    #[arg(value_name = "COMMAND")]
+    pub command: Option<String>,
+    /// Write every page (warden.1 and one per command) into DIR instead of printing one.
+    #[arg(long, value_name = "DIR", conflicts_with = "command")]
+    pub dir: Option<PathBuf>,
 }

@@ -35,7 +35,7 @@ pub fn run(cli: Cli) -> Result<i32> {
         Some(Command::Eval(args)) => eval::eval_cmd(&args),
         Some(Command::Publish(args)) => publish::publish_cmd(&args),
         Some(Command::Completions(args)) => completions::completions_cmd(&args),
-        Some(Command::Man) => completions::man_cmd(),
+        Some(Command::Man(args)) => completions::man_cmd(&args),
         None => review::review_cmd(&cli.review)
             .map_err(|e| misspelt_command(e, cli.review.selection.target.as_deref())),
     }

@@ -91,6 +91,49 @@ fn completions_and_the_manual_come_from_the_parser() {
         out.contains("completions"),
         "the page lists the commands: {out}"
     );
+    // A page per command, with its flags (before: one page, no subcommand flags, and
+    // pointers to warden-review(1) and the others that did not exist).
+    let (code, out, err) = run({
+        let mut c = warden();
+        c.args(["man", "review"]);
+        c
+    });
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains(".TH warden-review 1"), "{out}");
+    assert!(
+        out.contains("strict\\-config") && out.contains("trust\\-head\\-config"),
+        "{out}"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let (code, _, err) = run({
+        let mut c = warden();
+        c.args(["man", "--dir"]).arg(dir.path());
+        c
+    });
+    assert_eq!(code, 0, "{err}");
+    let (_, main_page, _) = run({
+        let mut c = warden();
+        c.arg("man");
+        c
+    });
+    for cmd in [
+        "review", "plan", "skills", "init", "cache", "eval", "simulate", "merge",
+    ] {
+        let page = dir.path().join(format!("warden-{cmd}.1"));
+        assert!(page.is_file(), "warden-{cmd}.1 written");
+        assert!(
+            main_page.contains(&format!("warden\\-{cmd}(1)")),
+            "warden(1) points at it: {main_page}"
+        );
+    }
+    assert!(dir.path().join("warden.1").is_file());
+    let (code, _, err) = run({
+        let mut c = warden();
+        c.args(["man", "nope"]);
+        c
+    });
+    assert_eq!(code, 2);
+    assert!(err.contains("no such command"), "{err}");
 }
 
 #[test]
