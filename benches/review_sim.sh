@@ -10,6 +10,9 @@
 #  4. `warden simulate` of the 200-unit plan, 5 runs x 2 policies: CPU and wall time.
 #  5. One slow-tail route alone (ordered, cap 4), 200 units, `--no-tools`: units
 #     reviewed and unavailable per seed, with the wall time.
+#  6. The 60-unit headline (ordered) with the built-in skills' tool loops against
+#     `--no-tools`: units reviewed per seed in process runs, their medians, and
+#     `warden simulate --runs SEEDS` of the same config with tools on and off.
 #   usage: benches/review_sim.sh [SEEDS]
 #   WARDEN_BIN=path/to/warden uses that binary instead of building a release one.
 set -euo pipefail
@@ -149,4 +152,27 @@ import json, sys
 s = json.load(open(sys.argv[2]))["summary"]
 print(f'{sys.argv[1]:<6} {s["reviewed"]:>9} {s["unavailable"]:>12} {float(sys.argv[3]):>7.1f}')
 PY
+done
+echo
+echo "== 60 units (ordered): tool loops vs --no-tools, process runs and simulate"
+printf '%-6s %6s %12s\n' seed loops single-shot
+loops=() singles=()
+for seed in $(seq 1 "$seeds"); do
+  config ordered "$seed" >"$work/h.toml"
+  l=$(reviewed "$work/r60" "$work/h.toml")
+  (cd "$work/r60" && "$bin" review -c "$work/h.toml" --no-tools --no-cache --json -q >"$work/out.json" || true)
+  n=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["summary"]["reviewed"])' "$work/out.json")
+  printf '%-6s %6s %12s\n' "$seed" "$l" "$n"
+  loops+=("$l"); singles+=("$n")
+done
+python3 - "${loops[*]}" "${singles[*]}" <<'PY'
+import statistics, sys
+l, n = (statistics.median(map(int, a.split())) for a in sys.argv[1:3])
+print(f"process runs: median loops {l} / single-shot {n} of 60 ({100 * l / max(1, n):.0f} %)")
+PY
+config ordered 1 >"$work/h.toml"
+sed 's/^routing = /tools = false\nrouting = /' "$work/h.toml" >"$work/h_off.toml"
+for t in h h_off; do
+  echo "simulate ($t):"
+  (cd "$work/r60" && "$bin" simulate -c "$work/$t.toml" --runs "$seeds" | head -n 4)
 done
