@@ -1,4 +1,4 @@
-//! Repository guidance (DESIGN.md §15): `REVIEW.md` and `AGENTS.md` at the repository's top
+//! Repository guidance (docs/design.md §15): `REVIEW.md` and `AGENTS.md` at the repository's top
 //! and `[[instructions]]` entries (`paths` globs + `text` or `file`) in warden.toml. Read
 //! from the same side as the config (the base of the change in CI and for ranges), so a
 //! change that edits them does not steer its own review; capped at [`GUIDANCE_CAP`] bytes
