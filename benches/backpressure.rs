@@ -1,4 +1,4 @@
-//! Back-pressure (DESIGN.md section 13): the engine with real HTTP clients against the
+//! Back-pressure (docs/design.md section 13): the engine with real HTTP clients against the
 //! fake provider on 127.0.0.1, 300 ms answers, for route ceilings 1, 2, 4, 8 and 16
 //! (`auto`): a provider that serves 4 at once (429 with Retry-After: 1 beyond), 80 units;
 //! one that serves 5 a second and says so in OpenAI's headers (429 beyond), 40 units.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Benchmark: the bounds of issue 20 (DESIGN.md §13), release binary, wall time and peak
+# Benchmark: the bounds of issue 20 (docs/design.md §13), release binary, wall time and peak
 # memory (/usr/bin/time):
 #  1. A provider answering 100,000 findings per unit (about 4.5 MB, under the body cap)
 #     to a 20-unit review with a 10 s budget, writing JSON and SARIF.

@@ -1,4 +1,4 @@
-//! The headline scenario of DESIGN.md section 11, on tokio's paused clock: 200 units,
+//! The headline scenario of docs/design.md section 11, on tokio's paused clock: 200 units,
 //! primary `slow-tail` (cap 4), fallback `healthy` (cap 4), budgets 15 / 5 / 2 minutes.
 //! Compares warden's engine with a model of the old reviewer (no deadline, 3 hunk retries
 //! × 3 provider attempts, global concurrency 4, a global breaker that opens after 5

@@ -1,4 +1,4 @@
-//! Back-pressure shared through the fleet (DESIGN.md section 13): two concurrent `warden
+//! Back-pressure shared through the fleet (docs/design.md section 13): two concurrent `warden
 //! review` processes (the real release binary) against the fake provider on 127.0.0.1,
 //! which serves 2 (or 4) requests at once, 200 ms answers, and answers 429 with
 //! Retry-After: 1 beyond. One route, `maxConcurrency = 8` (or "auto"), UNITS units each.

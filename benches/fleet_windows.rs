@@ -1,4 +1,4 @@
-//! Rate-limit windows shared through the fleet (DESIGN.md section 13): two concurrent
+//! Rate-limit windows shared through the fleet (docs/design.md section 13): two concurrent
 //! `warden review` processes (the real release binary), one account between them: the fake
 //! provider on 127.0.0.1 serves `K` requests a second account-wide, says so in OpenAI's
 //! headers (`x-ratelimit-limit-requests`, `-remaining-requests`, `-reset-requests`) and

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Benchmark: whole `warden review` runs on the built-in simulator, played 60x faster
 # (budgets 15s/5s/2s stand for 15m/5m/2m).
-#  1. The headline scenario (DESIGN.md section 11): 200 units (100 changed files x 2
+#  1. The headline scenario (docs/design.md section 11): 200 units (100 changed files x 2
 #     skills), primary slow-tail (cap 4), fallback healthy (cap 4), for seeds 1-5, with
 #     routing = "ordered" and routing = "spillover" side by side.
 #  2. A 60-unit review (30 files x 2 skills) under both policies, seeds 1-5.

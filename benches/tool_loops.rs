@@ -1,4 +1,4 @@
-//! Tool loops (DESIGN.md §14, issue 29): an agentic review against a single-shot one. The
+//! Tool loops (docs/design.md §14, issue 29): an agentic review against a single-shot one. The
 //! engine with real HTTP clients against the fake provider on 127.0.0.1, 300 ms per
 //! answer (each turn one request), 40 units, fixed caps (4 and 8): the fake plays an agent
 //! that reads the file under review, greps, lists `src/`, then submits (4 turns a unit),

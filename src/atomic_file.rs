@@ -1,5 +1,5 @@
 //! Files warden writes (reports, traces, plans, the starter config) are written as a
-//! temporary file beside the destination and renamed over it (DESIGN.md §14): a link
+//! temporary file beside the destination and renamed over it (docs/design.md §14): a link
 //! the change planted at the destination is replaced, never followed, so the file it
 //! points to is left untouched, and a reader never sees half a report.
 

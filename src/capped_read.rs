@@ -1,7 +1,7 @@
 //! Reading a file that may be hostile (a pull request's warden.toml or SKILL.md) without
-//! letting its size choose the memory spent (DESIGN.md §13): the size is checked from the
+//! letting its size choose the memory spent (docs/design.md §13): the size is checked from the
 //! metadata before anything is read, and the read stops one byte past the cap should the
-//! file grow meanwhile. Only regular files are read (DESIGN.md §15): a named pipe, socket
+//! file grow meanwhile. Only regular files are read (docs/design.md §15): a named pipe, socket
 //! or device in a reviewed tree is refused before it is opened, and the file is opened
 //! without blocking and checked again through its handle, so a pipe swapped in between
 //! cannot hang the reader either.

@@ -122,7 +122,7 @@ pub enum Error {
 }
 
 impl Error {
-    /// The process exit code for this error (DESIGN.md section 5: 2 for usage, config, git).
+    /// The process exit code for this error (docs/design.md section 5: 2 for usage, config, git).
     pub fn exit_code(&self) -> i32 {
         2
     }

@@ -1,4 +1,4 @@
-//! The findings object of DESIGN.md §9 as one JSON Schema: what OpenAI's `response_format`
+//! The findings object of docs/design.md §9 as one JSON Schema: what OpenAI's `response_format`
 //! (json_schema, strict) and Anthropic's forced `submit_findings` tool carry, what a tool
 //! loop's `submit_findings` takes, and what the prompt's answer contract describes in
 //! words (a test holds the two to the same fields).
@@ -116,7 +116,7 @@ const BOUNDED_LENGTHS: &[(&str, u64)] = &[
     ("skill", 64),
 ];
 
-/// The findings schema with bounds (DESIGN.md §15): `maxItems` on the list and
+/// The findings schema with bounds (docs/design.md §15): `maxItems` on the list and
 /// `maxLength` on every text. A server that turns the schema into a grammar (llama.cpp,
 /// Ollama, vLLM) then cannot let a small model's answer run on: the object must close
 /// within a few hundred tokens. A bound is a limit of the grammar, not a request: a

@@ -1,4 +1,4 @@
-//! What is known of a review while it runs, for a signal that cannot wait (DESIGN.md §14:
+//! What is known of a review while it runs, for a signal that cannot wait (docs/design.md §14:
 //! "signals act within 1 s in every phase, with the report written from what is known").
 //!
 //! The review keeps here a copy of its plan and every unit result of its review pass as

@@ -3,7 +3,7 @@
 //! mistyped directory costs nothing; a report that still cannot be written at the end is
 //! printed to stderr rather than lost.
 //!
-//! Files never follow a link inside the repository (DESIGN.md §14): each is written as a
+//! Files never follow a link inside the repository (docs/design.md §14): each is written as a
 //! temporary beside it and renamed over it (a link the change committed at `warden.sarif`
 //! is replaced, its target untouched), and a path through a linked folder inside the
 //! checkout is refused before any request ([`refuse_linked_folders`]).

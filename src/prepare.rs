@@ -56,7 +56,7 @@ pub struct Prepared {
     pub trust: TrustReport,
     /// The active skills' origins, for every report.
     pub skill_uses: Vec<SkillUse>,
-    /// Where a skill's tools read (DESIGN.md §14): the head commit's tree in CI and for
+    /// Where a skill's tools read (docs/design.md §14): the head commit's tree in CI and for
     /// ranges, the working tree locally; None without a repository.
     pub tool_head: Option<crate::tools::Head>,
 }

@@ -1,5 +1,5 @@
 //! Prompts for one unit: the skill's instructions, the file and the chunk, and the answer
-//! contract of DESIGN.md section 9. Repository content is fenced and declared as data:
+//! contract of docs/design.md section 9. Repository content is fenced and declared as data:
 //! nothing inside the fence can change what warden does or what it asks for.
 
 use crate::chunk::{Chunk, ChunkLineKind};
@@ -29,7 +29,7 @@ impl Prompt {
     }
 }
 
-/// What the model must answer with (DESIGN.md section 9).
+/// What the model must answer with (docs/design.md section 9).
 pub const ANSWER_CONTRACT: &str = r#"Answer contract: reply with one JSON object and nothing else:
 {"findings": [{"severity": "critical|high|medium|low|info", "confidence": "high|medium|low", "title": "short summary", "description": "what goes wrong and why", "line": <new-file line number>, "endLine": <optional last line>, "suggestion": "<optional fix, in words>", "replacement": "<optional: the exact new text of lines line..endLine that fixes it>"}]}
 Rules: `line` and `endLine` are new-file line numbers inside the lines under review (the numbered `+` and ` ` lines of the diff). Removed (`-`) lines have no new number: report them on the nearest following new line. Use {"findings": []} when there is nothing to report."#;

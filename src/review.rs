@@ -67,7 +67,7 @@ const NO_ROUTES: &str = "no model routes are configured (no [[routes]] in warden
   - to see what warden does with no key and no network: `warden review --sim` runs the built-in simulator
   - to see what would be reviewed, without calling any model: `warden plan`";
 
-/// The tools of the review's loops over `head` (DESIGN.md §14), each result redacted of
+/// The tools of the review's loops over `head` (docs/design.md §14), each result redacted of
 /// every configured key; None when loops are off, there is no repository, or its tree
 /// cannot be read (said once as a warning: every unit is then one request).
 fn toolbox(
@@ -325,7 +325,7 @@ async fn tick(sink: Sink) {
 /// skill's routes (consolidated skills name the same routes; config checks that).
 pub fn units(plan: &Plan, skills: &[ActiveSkill], settings: &Settings) -> Vec<UnitWork> {
     let route_index = |name: &String| settings.routes.iter().position(|r| r.name == *name);
-    // One copy of each skill group, shared by its units' splitters (DESIGN.md §14).
+    // One copy of each skill group, shared by its units' splitters (docs/design.md §14).
     let mut groups: std::collections::HashMap<String, Arc<Vec<Skill>>> = Default::default();
     plan.units
         .iter()

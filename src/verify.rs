@@ -73,7 +73,7 @@ pub fn units(
         .units
         .iter()
         // A unit split for a context window would not fit as one prompt again: its
-        // findings stay unverified (DESIGN.md §14).
+        // findings stay unverified (docs/design.md §14).
         .filter(|u| u.status == UnitStatus::Reviewed && !u.findings.is_empty())
         .filter(|u| u.parts.is_empty())
         .enumerate()

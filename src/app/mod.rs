@@ -99,7 +99,7 @@ fn emit(output: Option<&Path>, text: &str) -> Result<()> {
 /// Prints the config's warnings on stderr. With `-q` the unknown keys are still shown: a
 /// misspelt key is a mistake in the user's own file, and a quiet CI log is where it would
 /// hide longest (Warden settings warden does not use are not mistakes: quiet).
-/// DESIGN.md §15: each `llamacpp` / `ollama` / `vllm` route asks its server for what the
+/// docs/design.md §15: each `llamacpp` / `ollama` / `vllm` route asks its server for what the
 /// config left open (slots, window) before anything is planned against it; one line per
 /// such route says what it runs with.
 pub(crate) fn discover_local(settings: &mut Settings) -> Vec<String> {

@@ -27,7 +27,7 @@ pub(super) fn review_cmd(args: &ReviewArgs) -> Result<i32> {
     // A bare `-o PATH` whose extension names no format is refused before anything runs.
     let format = args.format()?;
     let selection = args.resolve()?;
-    // Files warden writes never go through links the change planted (DESIGN.md §14).
+    // Files warden writes never go through links the change planted (docs/design.md §14).
     let checkout = warden::prepare::repo_root(&selection.dir);
     if let Some(trace) = &args.trace {
         warden::outputs::refuse_linked_folders(trace, checkout.as_deref(), "--trace")?;
@@ -208,7 +208,7 @@ fn publish_target(
     Ok(Some((pargs, target, settings.publish.clone())))
 }
 
-/// Signals act from the start: preparing a large change is CPU-bound work too (DESIGN.md
+/// Signals act from the start: preparing a large change is CPU-bound work too (docs/design.md
 /// §14); until the review has a plan, the fallback can only say so.
 fn listening() -> Signals {
     let signals = Signals::default();

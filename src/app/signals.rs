@@ -2,7 +2,7 @@
 //! received; a second exits at once. On Unix, SIGINT (exit 130) and SIGTERM (143); on
 //! Windows, Ctrl-C and Ctrl-Break (both 130: Windows has no SIGTERM to deliver).
 //!
-//! A signal acts within 1 s in every phase (DESIGN.md §14): the listener has a thread of
+//! A signal acts within 1 s in every phase (docs/design.md §14): the listener has a thread of
 //! its own (a busy runtime cannot delay it), and the first signal arms a deadline. If the
 //! review has not begun writing its reports [`FALLBACK_AFTER`] later (it is in a
 //! CPU-bound stretch, or a cache will not answer), the fallback writes the report of what

@@ -7,7 +7,7 @@
 //! to the chunk's first line*. Not in the key: absolute line numbers, the list of other
 //! changed files, the route's name, timestamps, the run. So a push that moves an unchanged
 //! chunk down a file, or changes another file, still finds its answer. A unit that runs as
-//! a tool loop (DESIGN.md §14) adds the loop it was offered (tools and bounds): a
+//! a tool loop (docs/design.md §14) adds the loop it was offered (tools and bounds): a
 //! single-shot answer is not reused for a loop, nor a loop's for a single shot or for a
 //! loop with other tools or bounds.
 //! docs/cache.md explains the choice for users.

@@ -208,7 +208,7 @@ impl ReviewCache {
     }
 
     /// Drops the hits whose answer read the repository through tools when replaying those
-    /// calls on this head gives another result (DESIGN.md §14): a push that touched a file
+    /// calls on this head gives another result (docs/design.md §14): a push that touched a file
     /// the model read re-reviews the unit; one that touched none does not. Without tools
     /// (`--no-tools`, no repository) such a hit cannot be checked and is dropped too.
     /// Replays are local reads: no request.
@@ -249,7 +249,7 @@ impl ReviewCache {
         }
         let at = now_ms();
         for u in &r.units {
-            // A unit split for a context window is not one answer to keep (DESIGN.md §14).
+            // A unit split for a context window is not one answer to keep (docs/design.md §14).
             if u.status != UnitStatus::Reviewed || u.from_cache.is_some() || !u.parts.is_empty() {
                 continue;
             }

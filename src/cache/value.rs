@@ -29,7 +29,7 @@ pub struct Answer {
     pub dropped: usize,
     /// One verdict per finding, in order, when the verification pass checked this answer.
     pub verdicts: Option<Vec<StoredVerdict>>,
-    /// The tool calls the model made before answering (DESIGN.md §14), each with the hash
+    /// The tool calls the model made before answering (docs/design.md §14), each with the hash
     /// of the result it read: the answer is reused only while replaying them on the new
     /// head gives the same hashes.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

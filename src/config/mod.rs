@@ -149,7 +149,7 @@ pub fn load(explicit: Option<&Path>, discovery_root: Option<&Path>) -> Result<Se
     parse_str(&src, &path)
 }
 
-/// The largest `warden.toml` warden reads (DESIGN.md §13): a config is a page of
+/// The largest `warden.toml` warden reads (docs/design.md §13): a config is a page of
 /// settings; past this it is an attack or a mistake, refused before it is read.
 pub const MAX_CONFIG_BYTES: u64 = 1024 * 1024;
 
@@ -218,7 +218,7 @@ pub fn parse_str_beside(src: &str, path: &Path, beside: &Beside) -> Result<Setti
     Ok(settings)
 }
 
-/// Warnings of one kind shown before the rest are counted in one line (DESIGN.md §13):
+/// Warnings of one kind shown before the rest are counted in one line (docs/design.md §13):
 /// 200,000 unknown keys are ten lines and a count, not 200,000 lines.
 pub const MAX_WARNINGS_PER_KIND: usize = 10;
 

@@ -46,7 +46,7 @@ pub(crate) struct RawDefaults {
     pub ignore: Option<RawIgnore>,
     pub default_branch: Option<String>,
     pub model: Option<S<String>>,
-    /// Warden's agent turn cap: the tool loop's `maxTurns` (DESIGN.md §14).
+    /// Warden's agent turn cap: the tool loop's `maxTurns` (docs/design.md §14).
     pub max_turns: Option<S<u32>>,
     pub agent: Option<RawAgent>,
     pub verification: Option<RawVerification>,
@@ -152,7 +152,7 @@ pub(crate) struct RawSkill {
     /// Warden's earlier layout: an inline skill defined in the config.
     pub description: Option<String>,
     pub prompt: Option<S<String>>,
-    /// The skill's tools (its front matter's `allowed-tools` otherwise), DESIGN.md §14.
+    /// The skill's tools (its front matter's `allowed-tools` otherwise), docs/design.md §14.
     pub tools: Option<S<toml::Value>>,
     /// The skill's turn cap.
     pub max_turns: Option<S<u32>>,
@@ -206,7 +206,7 @@ pub(crate) struct RawExecution {
     pub routing: Option<S<String>>,
     pub cost_budget: Option<S<f64>>,
     pub max_findings_per_answer: Option<S<u32>>,
-    /// The tool loop (DESIGN.md §14): every skill (`true`), none (`false`), or the
+    /// The tool loop (docs/design.md §14): every skill (`true`), none (`false`), or the
     /// skills that list tools (unset).
     pub tools: Option<bool>,
     pub max_turns: Option<S<u32>>,
@@ -241,7 +241,7 @@ pub(crate) struct RawRoute {
     pub stream: Option<bool>,
     pub base_url: Option<S<String>>,
     pub max_tokens: Option<S<u32>>,
-    /// The most a cut answer's one retry may ask for (DESIGN.md §14).
+    /// The most a cut answer's one retry may ask for (docs/design.md §14).
     pub max_tokens_ceiling: Option<S<u32>>,
     /// A PEM file of CA certificates this route's endpoint is trusted by.
     pub ca_cert: Option<S<String>>,

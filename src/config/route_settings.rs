@@ -64,7 +64,7 @@ pub struct Route {
     /// `fleetMaxConcurrency`: attempts in flight across every process of the fleet.
     pub fleet_max_concurrency: Option<usize>,
     /// `[execution] maxFindingsPerAnswer`: findings kept from one of its answers; the
-    /// rest are counted as cut (DESIGN.md §13).
+    /// rest are counted as cut (docs/design.md §13).
     pub max_findings_per_answer: usize,
     /// `reasoningEffort`: OpenAI's `reasoning_effort` (OpenRouter: `reasoning.effort`).
     pub reasoning_effort: Option<String>,
@@ -75,7 +75,7 @@ pub struct Route {
     /// `contextWindow`: the model's window in tokens; a chunk whose prompt would not fit
     /// is split before it is sent.
     pub context_window: Option<u32>,
-    /// What the config left for a local server to say (DESIGN.md §15): set on the
+    /// What the config left for a local server to say (docs/design.md §15): set on the
     /// `llamacpp`, `ollama` and `vllm` presets, for each key not written.
     pub from_server: FromServer,
 }
@@ -97,7 +97,7 @@ pub struct FromServer {
 /// ends it sooner).
 pub const LOCAL_MAX_TOKENS: u32 = 1024;
 
-/// `structuredOutput` (DESIGN.md §14).
+/// `structuredOutput` (docs/design.md §14).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum StructuredOutput {
     /// OpenAI `response_format` json_schema strict / Anthropic a forced `submit_findings`
@@ -156,7 +156,7 @@ pub struct CaCert {
     pub der: Vec<Vec<u8>>,
 }
 
-/// The `sim` provider's latency profiles (DESIGN.md section 11). Plain names here, so that
+/// The `sim` provider's latency profiles (docs/design.md section 11). Plain names here, so that
 /// config validates a route's `profile` without knowing the provider; `provider::sim`
 /// gives each its shape.
 /// `quick` answers well inside every default deadline (the starter's and `--sim`'s: a
@@ -202,7 +202,7 @@ impl Default for SimOptions {
     }
 }
 
-/// `maxConcurrency = "auto"`: the ceiling the effective limit adapts under (DESIGN.md
+/// `maxConcurrency = "auto"`: the ceiling the effective limit adapts under (docs/design.md
 /// section 13).
 pub const AUTO_CONCURRENCY: usize = 16;
 
@@ -214,7 +214,7 @@ pub const MAX_CONCURRENCY: usize = 1024;
 pub const DEFAULT_MAX_TOKENS: u32 = 4096;
 
 impl Route {
-    /// The most a cut answer's retry asks for (DESIGN.md §14): `maxTokensCeiling`, else
+    /// The most a cut answer's retry asks for (docs/design.md §14): `maxTokensCeiling`, else
     /// twice `maxTokens`.
     pub fn max_tokens_ceiling(&self) -> u32 {
         self.max_tokens_ceiling
@@ -308,7 +308,7 @@ impl ProviderKind {
         }
     }
 
-    /// A server the user runs (DESIGN.md §15): OpenAI wire, no key needed on loopback,
+    /// A server the user runs (docs/design.md §15): OpenAI wire, no key needed on loopback,
     /// slots and window read from the server, a bounded findings schema.
     pub fn is_local(self) -> bool {
         matches!(

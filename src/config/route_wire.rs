@@ -1,4 +1,4 @@
-//! A route's keys for current models (DESIGN.md §14): `reasoningEffort`, `params`,
+//! A route's keys for current models (docs/design.md §14): `reasoningEffort`, `params`,
 //! `structuredOutput`, `contextWindow`, and the cache prices `cachedInputPrice` /
 //! `cacheWritePrice`. Each bad value names its file, line and column.
 

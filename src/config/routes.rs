@@ -115,7 +115,7 @@ fn resolve_route(r: &RawRoute, ctx: &Ctx, default_cap: usize) -> Result<Route, E
     };
     super::route_wire::resolve(r, ctx, &mut route)?;
     if provider.is_local() {
-        // DESIGN.md §15: what the config leaves open, the server says.
+        // docs/design.md §15: what the config leaves open, the server says.
         route.from_server = FromServer {
             slots: r.max_concurrency.is_none(),
             window: r.context_window.is_none(),
@@ -130,7 +130,7 @@ fn resolve_route(r: &RawRoute, ctx: &Ctx, default_cap: usize) -> Result<Route, E
 
 /// `maxConcurrency`: a whole number from 1 to [`MAX_CONCURRENCY`], or `"auto"` for a
 /// ceiling of [`AUTO_CONCURRENCY`]. Either way it is the ceiling the route's effective
-/// limit adapts under (DESIGN.md section 13); the flag says which was written.
+/// limit adapts under (docs/design.md section 13); the flag says which was written.
 fn max_concurrency(v: &S<toml::Value>, route: &str, ctx: &Ctx) -> Result<(usize, bool), Error> {
     match v.get_ref() {
         toml::Value::String(s) if s == "auto" => return Ok((AUTO_CONCURRENCY, true)),
@@ -155,7 +155,7 @@ fn max_concurrency(v: &S<toml::Value>, route: &str, ctx: &Ctx) -> Result<(usize,
 /// panic when the first request is built). Credentials in it (`user:pw@`) are refused
 /// without being echoed: the key comes from `apiKeyEnv`, and userinfo would send a second
 /// Authorization header. A query string or fragment is refused too: warden appends the
-/// endpoint's path, which would splice it into the path (DESIGN.md §13, "Bounds").
+/// endpoint's path, which would splice it into the path (docs/design.md §13, "Bounds").
 fn base_url(u: &S<String>, route: &str, ctx: &Ctx) -> Result<String, Error> {
     let url = u.get_ref().trim();
     let shown = super::url::shown(url);

@@ -337,10 +337,10 @@ pub struct InlineSkill {
 }
 
 /// `[execution] maxBounces` when unset: a unit's answers of back-pressure before it ends
-/// `unavailable` (DESIGN.md section 13 gives 8).
+/// `unavailable` (docs/design.md section 13 gives 8).
 pub const DEFAULT_MAX_BOUNCES: u32 = 8;
 
-/// `[execution]` (DESIGN.md section 4).
+/// `[execution]` (docs/design.md section 4).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Execution {
     /// The whole run.
@@ -357,7 +357,7 @@ pub struct Execution {
     pub idle_timeout: Duration,
     /// Attempts per unit, the first included.
     pub max_attempts: u32,
-    /// Answers of back-pressure a unit takes before it ends `unavailable` (DESIGN.md
+    /// Answers of back-pressure a unit takes before it ends `unavailable` (docs/design.md
     /// section 13): back-pressure uses no attempt, so this bounds a route that says "not
     /// now" for ever within a budget that would allow it.
     pub max_bounces: u32,
@@ -373,7 +373,7 @@ pub struct Execution {
     pub tool_bounds: super::ToolBounds,
 }
 
-/// How new units choose a route (failovers follow DESIGN.md rules 5–6 under both).
+/// How new units choose a route (failovers follow docs/design.md rules 5–6 under both).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Routing {
     /// The first route in order that admits calls; wait for its permit (the seed's rule).

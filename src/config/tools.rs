@@ -1,4 +1,4 @@
-//! The tool loop's keys (DESIGN.md §14): `[execution] tools, maxTurns, maxToolCalls,
+//! The tool loop's keys (docs/design.md §14): `[execution] tools, maxTurns, maxToolCalls,
 //! toolResultBytes, toolBytesPerUnit, toolDeny`, Warden's `[defaults] maxTurns` (and
 //! `[defaults.agent] maxTurns`) read as `maxTurns`, and a skill's `tools` / `maxTurns`
 //! (`[[skills]]`, Warden's `[[triggers]] maxTurns`). Every bound has a ceiling: a loop is

@@ -1,4 +1,4 @@
-//! Whether a URL points at this machine, decided once from the parsed URL (DESIGN.md §13,
+//! Whether a URL points at this machine, decided once from the parsed URL (docs/design.md §13,
 //! "Bounds"). Matching the string let `127.1`, `LOCALHOST` and `localhost.` through a
 //! proxy with the key; the URL parser already normalises all three, so the answer comes
 //! from the host it parsed. Every "is it local" question in warden asks here: a missing
@@ -8,7 +8,7 @@ use reqwest::Url;
 use std::net::IpAddr;
 
 /// Whether `url`'s host is a loopback address: 127.0.0.0/8, ::1, or `localhost` in any
-/// case, with or without a trailing dot (DESIGN.md §13's list, nothing more).
+/// case, with or without a trailing dot (docs/design.md §13's list, nothing more).
 pub fn is_loopback(url: &Url) -> bool {
     let Some(host) = url.host_str() else {
         return false;

@@ -11,14 +11,14 @@ pub trait ContentSource {
 
     /// The new side's size in bytes, known without reading it (file metadata, the object
     /// database's header), so that a file over a size cap costs its size check only
-    /// (DESIGN.md §13). None when unknown: the caller reads and measures.
+    /// (docs/design.md §13). None when unknown: the caller reads and measures.
     fn new_side_size(&self, _file: &FileChange) -> Option<u64> {
         None
     }
 
     /// The base version of `file` (its old side, before the change), head first: what a
     /// generated-file marker must also be found in, so that a change cannot exempt a file
-    /// by writing one (DESIGN.md §14). None when the file has no base version (added) or it
+    /// by writing one (docs/design.md §14). None when the file has no base version (added) or it
     /// is not known (patch input), or is larger than [`MAX_BASE_BYTES`].
     fn old_side(&self, _file: &FileChange) -> Option<Vec<u8>> {
         None

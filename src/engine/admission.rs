@@ -1,4 +1,4 @@
-//! A unit's way to its next attempt (DESIGN.md rules 2 and 6–8): the route that admits
+//! A unit's way to its next attempt (docs/design.md rules 2 and 6–8): the route that admits
 //! calls, its permit (or the first free one under spillover), the cost budget's
 //! reservation, and the waits for a permit or a reopening breaker, all within the unit's
 //! deadlines. `unit.rs` makes the attempt this gives it.

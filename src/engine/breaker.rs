@@ -1,4 +1,4 @@
-//! A per-route circuit breaker over a rolling time window (DESIGN.md rule 8). It opens when
+//! A per-route circuit breaker over a rolling time window (docs/design.md rule 8). It opens when
 //! at least `minCalls` attempts finished in the window and the share of timeouts and
 //! unavailable outcomes reaches `failureRate`; after `openFor` it lets `halfOpenProbes`
 //! probes through; a good probe closes it, a bad one re-opens it for twice as long
@@ -105,7 +105,7 @@ pub struct Breaker {
     open_until: Instant,
     /// Finished attempts in the window: (when, how it counts).
     window: VecDeque<(Instant, Verdict)>,
-    /// DESIGN.md section 13 under `spillover`: request-deadline timeouts of a route that
+    /// docs/design.md section 13 under `spillover`: request-deadline timeouts of a route that
     /// still answers in time are its limit's business, not the breaker's. They count
     /// only while the window holds no success; errors (unavailable) count as always.
     slow_is_not_failed: bool,
@@ -318,7 +318,7 @@ impl Breaker {
     }
 
     /// Open for the rest of the run, for a reason the breaker cannot see itself (a route
-    /// whose probe could not connect either, DESIGN.md §14). None when already so.
+    /// whose probe could not connect either, docs/design.md §14). None when already so.
     pub fn force_open(&mut self, now: Instant, reason: String) -> Option<Transition> {
         (self.state != BreakerState::ForcedOpen)
             .then(|| self.go(BreakerState::ForcedOpen, now, reason))
@@ -360,7 +360,7 @@ mod tests {
     use super::*;
     use Outcome::*;
 
-    /// DESIGN.md's defaults: a 2m window, 5 calls, 50 %, 30s open, 1 probe.
+    /// docs/design.md's defaults: a 2m window, 5 calls, 50 %, 30s open, 1 probe.
     fn cfg() -> BreakerSettings {
         BreakerSettings::default()
     }

@@ -115,7 +115,7 @@ impl LocalBreakers {
     /// breaker only when its window holds no success (see `Breaker::keeping_slow_routes`).
     /// Under `ordered` the same holds for the last route: no route follows it to take its
     /// units, so opening it for slowness would only leave its permits idle while units
-    /// wait for it (a slow route is not dead, DESIGN.md §15). Errors and a route that
+    /// wait for it (a slow route is not dead, docs/design.md §15). Errors and a route that
     /// answers nothing in time still open it.
     pub fn for_routing(
         routes: usize,

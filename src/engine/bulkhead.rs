@@ -1,4 +1,4 @@
-//! Bulkheads (DESIGN.md rule 7): each route has its own permits, so one slow route cannot
+//! Bulkheads (docs/design.md rule 7): each route has its own permits, so one slow route cannot
 //! hold permits another route needs. A permit is taken before an attempt and released
 //! when it is dropped (tower's concurrency limit). [`Bulkhead`] is the permit source;
 //! [`LocalBulkhead`] keeps semaphores in this process, another source could share
@@ -37,7 +37,7 @@ pub trait Bulkhead: Send + Sync {
     /// The route's cap.
     fn cap(&self, route: usize) -> usize;
     /// Sets how many of `route`'s permits may be held at once: its effective limit
-    /// (DESIGN.md section 13), at least 1 and at most the cap. Permits held above a lower
+    /// (docs/design.md section 13), at least 1 and at most the cap. Permits held above a lower
     /// limit are not taken back; they are not given out again when they return. By
     /// default the source has only its cap.
     fn set_limit(&self, route: usize, limit: usize) {

@@ -1,4 +1,4 @@
-//! Prompts too long for a model's context window (DESIGN.md §14, "Current models"). A
+//! Prompts too long for a model's context window (docs/design.md §14, "Current models"). A
 //! route's window is its `contextWindow`, or the one a context-length 400 of its
 //! provider named this run ("maximum context length is 8192 tokens"), whichever is
 //! smaller. Before each attempt a unit whose prompt would not fit the first route it may

@@ -65,7 +65,7 @@ impl Observed {
 
     /// The tokens an attempt with a prompt of `chars` characters is estimated to use
     /// (input as learned, else a guess; output as the most seen, else `max_tokens`): what
-    /// a rate limit's remaining tokens must cover (DESIGN.md section 13).
+    /// a rate limit's remaining tokens must cover (docs/design.md section 13).
     pub(crate) fn tokens(&self, chars: usize, max_tokens: u32) -> u64 {
         let input = self.input_tokens(chars);
         let output = self
@@ -83,7 +83,7 @@ impl Observed {
         (chars as f64 * per_char).ceil() as u64
     }
 
-    /// The input tokens of a prompt for a context window check (DESIGN.md §14): the
+    /// The input tokens of a prompt for a context window check (docs/design.md §14): the
     /// window is a hard limit, so never fewer than the guess, whatever the route
     /// reported (a gateway's usage may count a cached or trimmed prompt).
     pub(crate) fn window_tokens(&self, chars: usize) -> u64 {

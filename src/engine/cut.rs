@@ -1,5 +1,5 @@
 //! An answer the provider says was cut by the token cap, or whose findings object did not
-//! end as JSON should (DESIGN.md §14, "An answer is complete only when the provider says
+//! end as JSON should (docs/design.md §14, "An answer is complete only when the provider says
 //! it ended"): never a clean review. The findings complete before the cut are kept on the
 //! unit whatever happens next; a cut is retried once with twice the output cap (up to the
 //! route's `maxTokensCeiling`) when half the hunk budget is left and `maxAttempts` allows

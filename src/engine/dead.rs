@@ -1,10 +1,10 @@
-//! Failures that are facts end fast (DESIGN.md §14): a route whose attempts cannot connect
+//! Failures that are facts end fast (docs/design.md §14): a route whose attempts cannot connect
 //! at all (refused, unreachable, a name that does not resolve) and whose half-open probe
 //! fails the same way is dead for the run. Its breaker is forced open, so units that only
 //! it could serve end `unavailable` at once, naming its address, instead of waiting
 //! through ever longer open periods for a server that is not there.
 //!
-//! It also counts each route's failed probes whose failure is a fact (DESIGN.md §15): the
+//! It also counts each route's failed probes whose failure is a fact (docs/design.md §15): the
 //! server could not be reached or answered with an error. A unit waiting for a breaker to
 //! half-open waits through no more than one such round; a probe that timed out says only
 //! that the route is slow, and units keep waiting for it (and probing it) while their

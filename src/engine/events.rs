@@ -76,7 +76,7 @@ pub struct UnitInfo {
     pub routes: Vec<usize>,
     /// The prompt; telemetry records it only when the user opts in.
     pub prompt: Arc<Prompt>,
-    /// Its tool loop (DESIGN.md §14), when its skill reads the repository.
+    /// Its tool loop (docs/design.md §14), when its skill reads the repository.
     pub tools: Option<crate::tools::LoopPlan>,
     /// How to split it when its prompt does not fit a window (None: it cannot be).
     pub split: Option<crate::plan::split::Splittable>,
@@ -199,7 +199,7 @@ pub enum Event {
         /// Why, for people.
         reason: String,
     },
-    /// An attempt was answered with back-pressure (DESIGN.md section 13: 429 rate limit,
+    /// An attempt was answered with back-pressure (docs/design.md section 13: 429 rate limit,
     /// 529, 503 with Retry-After): the unit goes back to the head of the queue without
     /// using an attempt; a Retry-After pauses the route's new attempts.
     BackPressure {
@@ -249,7 +249,7 @@ pub enum Event {
         /// When, from the pass's start.
         at: Duration,
     },
-    /// A unit's loop starts running the tool calls of an answered turn (DESIGN.md §15:
+    /// A unit's loop starts running the tool calls of an answered turn (docs/design.md §15:
     /// progress says "running tools" until its next attempt starts or it ends).
     ToolsRunning {
         /// The unit's index.
@@ -259,7 +259,7 @@ pub enum Event {
         /// Calls in that answer.
         calls: usize,
     },
-    /// A tool call of a unit's loop was answered (DESIGN.md §14).
+    /// A tool call of a unit's loop was answered (docs/design.md §14).
     ToolCalled {
         /// The unit's index.
         unit: usize,

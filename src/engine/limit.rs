@@ -1,4 +1,4 @@
-//! A route's effective concurrency limit (DESIGN.md section 13): `maxConcurrency` is a
+//! A route's effective concurrency limit (docs/design.md section 13): `maxConcurrency` is a
 //! ceiling, and the limit adapts under it, as TCP's congestion window and Netflix's
 //! concurrency-limits (AIMD, Gradient2) do.
 //!

@@ -1,5 +1,5 @@
 //! The execution engine: nested budgets with cancellation, one retry owner, ordered
-//! failover, per-route bulkheads and breakers (DESIGN.md sections 4 and 5).
+//! failover, per-route bulkheads and breakers (docs/design.md sections 4 and 5).
 //!
 //! Time comes from tokio's clock, so tests run the engine deterministically on a paused
 //! clock against in-process providers. The engine prints nothing; it emits [`Event`]s.
@@ -69,11 +69,11 @@ pub struct UnitWork {
     pub labels: UnitLabels,
     /// The routes (indices, failover order) it may use, in its order; empty: every route.
     pub routes: Vec<usize>,
-    /// Its tool loop (DESIGN.md §14); None: one request (also when the engine has no
+    /// Its tool loop (docs/design.md §14); None: one request (also when the engine has no
     /// [`Engine::with_toolbox`]).
     pub tools: Option<crate::tools::LoopPlan>,
     /// How to split the unit when its prompt does not fit a model's context window
-    /// (DESIGN.md §14); None: it is never split (it fails over, or ends saying why).
+    /// (docs/design.md §14); None: it is never split (it fails over, or ends saying why).
     pub split: Option<crate::plan::split::Splittable>,
 }
 
@@ -203,7 +203,7 @@ impl Shared<'_> {
     }
 }
 
-/// Runs units over routes under the budgets of DESIGN.md section 4, reporting through
+/// Runs units over routes under the budgets of docs/design.md section 4, reporting through
 /// events. One engine serves every pass of a review, with one route state: the policy
 /// pieces ([`RoutePicker`], [`Bulkhead`], [`Breakers`], [`RetryPolicy`], [`Shedder`])
 /// each hold one rule, and `unit.rs` drives them.
@@ -311,7 +311,7 @@ impl Engine {
         self
     }
 
-    /// Answers the tool calls of units that loop (DESIGN.md §14) with `toolbox`.
+    /// Answers the tool calls of units that loop (docs/design.md §14) with `toolbox`.
     pub fn with_toolbox(mut self, toolbox: Arc<crate::tools::Toolbox>) -> Self {
         self.toolbox = Some(toolbox);
         self

@@ -1,4 +1,4 @@
-//! Honest outcomes (DESIGN.md section 5): every unit ends with exactly one status, and
+//! Honest outcomes (docs/design.md section 5): every unit ends with exactly one status, and
 //! a finding, once received, is kept whatever happens later.
 
 use crate::findings::ModelFinding;
@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-/// The review as a whole (DESIGN.md section 5).
+/// The review as a whole (docs/design.md section 5).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ReviewOutcome {
@@ -40,7 +40,7 @@ impl ReviewOutcome {
     }
 }
 
-/// A unit's status (DESIGN.md section 5).
+/// A unit's status (docs/design.md section 5).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
 #[serde(rename_all = "snake_case")]
 pub enum UnitStatus {
@@ -57,7 +57,7 @@ pub enum UnitStatus {
     Cancelled,
     /// It never started (review budget spent, or shed as optional work).
     Skipped,
-    /// Every route it could go to refused to review it (a safety refusal, DESIGN.md
+    /// Every route it could go to refused to review it (a safety refusal, docs/design.md
     /// §15): never clean, and not an outage.
     Refused,
 }
@@ -134,9 +134,9 @@ pub struct UnitResult {
     pub findings_cut: usize,
     /// Set when the result is an earlier run's answer from the result cache (no request).
     pub from_cache: Option<FromCache>,
-    /// Its tool loop's figures, when its skill reads the repository (DESIGN.md §14).
+    /// Its tool loop's figures, when its skill reads the repository (docs/design.md §14).
     pub tool_loop: Option<super::turns::ToolLoop>,
-    /// When its prompt did not fit a model's context window (DESIGN.md §14): the parts
+    /// When its prompt did not fit a model's context window (docs/design.md §14): the parts
     /// its chunk was split into, in line order, each a unit of its own in the report.
     /// The unit's own fields then sum them up (every attempt and finding once, the
     /// attempts made on the whole chunk in the first part).

@@ -1,4 +1,4 @@
-//! When a route may start its next attempt (DESIGN.md section 13).
+//! When a route may start its next attempt (docs/design.md section 13).
 //!
 //! - A Retry-After that came with back-pressure pauses the route's new attempts, not only
 //!   the bounced unit's, until then. Attempts in flight go on.

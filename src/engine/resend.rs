@@ -1,4 +1,4 @@
-//! Answers that ask for another request instead of failing the unit (DESIGN.md §14): a
+//! Answers that ask for another request instead of failing the unit (docs/design.md §14): a
 //! 400 naming a parameter the route has now dropped or renamed is re-sent at once. Such
 //! an attempt uses none of `maxAttempts` and is no verdict on the route's health (the
 //! breaker counts nothing, as for back-pressure). A unit re-sends at most

@@ -1,4 +1,4 @@
-//! The one retry owner's rules (DESIGN.md rules 4–6) as one small value, like tower's
+//! The one retry owner's rules (docs/design.md rules 4–6) as one small value, like tower's
 //! retry `Policy`: the decision is separate from the loop that drives it, and the
 //! half-budget rule is written once.
 

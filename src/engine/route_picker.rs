@@ -1,4 +1,4 @@
-//! Which route an attempt goes to (DESIGN.md rule 6): the routes in the order a
+//! Which route an attempt goes to (docs/design.md rule 6): the routes in the order a
 //! [`RouteOrder`] gives, the first whose breaker admits calls. The ordering rule is its
 //! own small trait so another (least loaded) can replace [`Ordered`] without touching
 //! admission. Under `routing = "spillover"` the picker also names the later routes whose
@@ -110,7 +110,7 @@ impl RoutePicker {
     }
 
     /// As [`RoutePicker::pick`], passing over the routes `paused` says are paused by
-    /// back-pressure (DESIGN.md section 13) as it passes over open breakers; waiting units
+    /// back-pressure (docs/design.md section 13) as it passes over open breakers; waiting units
     /// come back when the pause ends.
     pub fn pick_paced(
         &self,

@@ -1,4 +1,4 @@
-//! Low budget (DESIGN.md rule 9): optional work that has not started is refused at once
+//! Low budget (docs/design.md rule 9): optional work that has not started is refused at once
 //! when less than one hunk budget of review time is left, instead of queueing for time
 //! it cannot have (tower's load shedding). Every refusal is a reported `skipped` unit.
 

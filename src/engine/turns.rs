@@ -1,4 +1,4 @@
-//! A unit's tool loop (DESIGN.md §14, "Skills that read the repository"). Each turn is
+//! A unit's tool loop (docs/design.md §14, "Skills that read the repository"). Each turn is
 //! one request: `unit.rs` makes it as it makes any attempt (route, permit, breaker,
 //! limits, pacing, cost, the nested clocks), so breakers, bulkheads, adaptive limits
 //! and the fleet see turns as attempts, the one retry owner retries the failed turn (not
@@ -177,7 +177,7 @@ impl LoopState {
     /// one), adds the turn and its results to the transcript. A model that calls tools on
     /// its final turn has not answered: the loop ends, cut, never clean. Every call runs
     /// under the unit's deadline (`until`) and the review's cancel, checked before each
-    /// call and while it runs (DESIGN.md §15).
+    /// call and while it runs (docs/design.md §15).
     pub(super) async fn answer(
         &mut self,
         sh: &Shared<'_>,
@@ -473,7 +473,7 @@ impl Halted {
         }
     }
 
-    /// The unit's end: tool time is said as tool time (DESIGN.md §15), never as time
+    /// The unit's end: tool time is said as tool time (docs/design.md §15), never as time
     /// "during an attempt".
     fn stop(self, tool: &str) -> Stop {
         let tool = crate::text::escape::inline(&tool.chars().take(64).collect::<String>());

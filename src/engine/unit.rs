@@ -1,4 +1,4 @@
-//! One unit's life, read against DESIGN.md section 4. The engine is the one retry owner:
+//! One unit's life, read against docs/design.md section 4. The engine is the one retry owner:
 //! it chooses a route that admits calls and takes its permit (`admission.rs`, over the
 //! [`RoutePicker`](super::RoutePicker) and the [`Bulkhead`](super::Bulkhead)), makes one
 //! attempt under nested deadlines, and after a failure asks the
@@ -298,7 +298,7 @@ pub(super) struct UnitRun<'w> {
     pub(super) waited_for_open_routes: bool,
     /// Its routes' probes failed with a fact (summed, see `dead::DeadRoutes`) when it first
     /// waited for a breaker to half-open: more later means such a round failed while it
-    /// waited, and it waits no further round (DESIGN.md §14, §15). Probes that time out do
+    /// waited, and it waits no further round (docs/design.md §14, §15). Probes that time out do
     /// not count: a slow route is waited on while the budget lasts.
     pub(super) failed_probes_when_waiting: Option<u32>,
     /// Answers of back-pressure so far (section 13).

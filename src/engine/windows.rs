@@ -1,4 +1,4 @@
-//! Rate-limit windows shared with other processes (DESIGN.md section 13, fleet mode).
+//! Rate-limit windows shared with other processes (docs/design.md section 13, fleet mode).
 //!
 //! A provider's remaining requests and tokens are the account's, not this process's: N
 //! processes that each read "R left" and each spend R overdraw the account N times. A

@@ -1,4 +1,4 @@
-//! Matching findings to reference comments (DESIGN.md §14, "Measured quality"): a pair is a
+//! Matching findings to reference comments (docs/design.md §14, "Measured quality"): a pair is a
 //! candidate when both sit on the same path and their lines overlap or lie within the line
 //! window; candidates are then taken one-to-one, nearest first, so two findings on one bug
 //! give one true positive and one false positive (a duplicate), never two hits. A judge

@@ -1,4 +1,4 @@
-//! `warden eval`: review quality measured (DESIGN.md §14, "Measured quality"). A corpus
+//! `warden eval`: review quality measured (docs/design.md §14, "Measured quality"). A corpus
 //! of cases — changes with the problems a good review of each reports — is reviewed case
 //! by case through the normal pipeline, each review's findings are matched to the case's
 //! references, and the report gives precision, recall, F1, noise on clean cases, and cost

@@ -1,4 +1,4 @@
-//! One finding's fields as models really write them (DESIGN.md §14, format drift): lines
+//! One finding's fields as models really write them (docs/design.md §14, format drift): lines
 //! as `18`, `18.0`, `"18"` or `"18-20"`; severities in any case, with the words models
 //! use for them (`blocker`, `major`, `error`, `warning`, `minor`, `trivial`, `note`);
 //! confidence as a word or a number from 0 to 1. An entry that still does not fit is

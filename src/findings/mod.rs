@@ -1,4 +1,4 @@
-//! Findings extraction from a model's answer (DESIGN.md §9 and §14). The answer is data:
+//! Findings extraction from a model's answer (docs/design.md §9 and §14). The answer is data:
 //! warden looks for the answer's own JSON object with a `findings` list — the last
 //! top-level object that has one, fenced or not; never a format example quoted before
 //! it nor a field nested inside a finding — and checks every entry against the schema,
@@ -42,7 +42,7 @@ pub struct ModelFinding {
 }
 
 /// How many findings one answer may contribute unless `[execution]
-/// maxFindingsPerAnswer` says otherwise (DESIGN.md §13, "Bounds"): a provider answering
+/// maxFindingsPerAnswer` says otherwise (docs/design.md §13, "Bounds"): a provider answering
 /// 100,000 findings costs what 100 do.
 pub const DEFAULT_MAX_FINDINGS_PER_ANSWER: usize = 100;
 
@@ -72,7 +72,7 @@ pub struct Extracted {
     /// and an entry the answer stopped inside.
     pub dropped_invalid: usize,
     /// Entries that name a file other than the unit's (a tool loop read it): never moved
-    /// onto the unit's file, dropped and counted (DESIGN.md §15).
+    /// onto the unit's file, dropped and counted (docs/design.md §15).
     pub dropped_other_file: usize,
     /// The first [`MAX_NAMED_DROPS`] dropped entries (either kind), named.
     pub dropped: Vec<Dropped>,

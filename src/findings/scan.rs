@@ -1,4 +1,4 @@
-//! The one pass over an answer (DESIGN.md §14): prose is skipped to the next `{`, and
+//! The one pass over an answer (docs/design.md §14): prose is skipped to the next `{`, and
 //! each object that starts there is read once by a small tolerant JSON reader. A reader
 //! that meets something that is not JSON stops where it is and the prose scan goes on
 //! from that byte, so every byte of the answer is stepped over once, whatever the answer

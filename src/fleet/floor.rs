@@ -1,4 +1,4 @@
-//! This process's own breakers as a floor under the fleet's (DESIGN.md §4 rule 8 per
+//! This process's own breakers as a floor under the fleet's (docs/design.md §4 rule 8 per
 //! process, whatever Redis says). The fleet's window can only close a route off more
 //! (open it earlier, because other jobs saw failures); what this process's own outcomes
 //! opened stays open for the fleet too, so a Redis that answers "closed" forever (a bug,

@@ -1,4 +1,4 @@
-//! Back-pressure shared across the fleet (DESIGN.md section 13): what one process learns
+//! Back-pressure shared across the fleet (docs/design.md section 13): what one process learns
 //! from an upstream's "not now" slows the others down too, so N processes do not each find
 //! the provider's limit on their own.
 //!

@@ -1,4 +1,4 @@
-//! Leases under an upstream's fleet total (DESIGN.md section 13): while back-pressure has
+//! Leases under an upstream's fleet total (docs/design.md section 13): while back-pressure has
 //! lowered the upstream's limit for the fleet (`pace.rs`), each attempt also holds one of
 //! that total's leases, so the fleet's attempts in flight stay under the total whatever
 //! each process's own limit is and however many processes resume at once.

@@ -1,4 +1,4 @@
-//! Rate-limit windows shared across the fleet (DESIGN.md section 13): the engine's
+//! Rate-limit windows shared across the fleet (docs/design.md section 13): the engine's
 //! [`SharedWindows`] in Redis. A provider counts an account's remaining requests and tokens
 //! for every process that uses its key, so N processes that each spent what the headers say
 //! is left would overdraw it N times; here every process takes from, and reports answers

@@ -1,4 +1,4 @@
-//! A unit too large for a model's context window is split in two (DESIGN.md §14, "Current
+//! A unit too large for a model's context window is split in two (docs/design.md §14, "Current
 //! models"): its chunk is cut between two diff lines nearest the middle of its bytes (at
 //! the end of a run of changes when there is one, so a hunk or a removal/addition pair
 //! stays whole), each half keeps the real new-file numbers of its lines, and each gets

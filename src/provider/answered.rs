@@ -1,5 +1,5 @@
 //! One answer, split for the engine: findings come from a `submit_findings` call's
-//! arguments or else from the text (the text contract of DESIGN.md §9); the other tool
+//! arguments or else from the text (the text contract of docs/design.md §9); the other tool
 //! calls go back to the unit's loop (issue 29).
 
 use super::classify::Failure;
@@ -78,7 +78,7 @@ impl Answered {
     }
 
     /// The findings of the answer, read on tokio's blocking pool when it is large
-    /// (DESIGN.md §14): an answer of up to the 8 MiB body cap is read off the async
+    /// (docs/design.md §14): an answer of up to the 8 MiB body cap is read off the async
     /// workers, so it cannot hold up other attempts' clocks or the signal handler. One
     /// under [`INLINE_BYTES`] is read in place: the pass takes well under a millisecond
     /// there, less than handing it to a pool thread (which may first have to be spawned,
@@ -102,7 +102,7 @@ impl Answered {
 
     /// What the extraction means for the attempt. A loop turn of calls without a
     /// findings object is a turn (`None`), not a failure. An answer the output cap cut,
-    /// or whose object did not end, is never a clean review (DESIGN.md §14): a
+    /// or whose object did not end, is never a clean review (docs/design.md §14): a
     /// `bad_response` that keeps its complete findings (see [`Self::into_attempt`]).
     fn judge(
         &mut self,
@@ -133,7 +133,7 @@ impl Answered {
 }
 
 impl Answered {
-    /// A refusal (DESIGN.md §15), whatever else the answer holds: the provider's finish
+    /// A refusal (docs/design.md §15), whatever else the answer holds: the provider's finish
     /// reason says so, or the model's own refusal text came. Its words are shown (cut
     /// to [`REFUSAL_CHARS`]; outputs escape them), never acted on.
     fn refused(&self) -> Option<Failure> {

@@ -50,7 +50,7 @@ pub(crate) fn body(spec: &BodySpec) -> Value {
     b
 }
 
-/// Anthropic's cache breakpoint (PROVIDERS.md: at most 4 per request; warden uses the
+/// Anthropic's cache breakpoint (docs/providers.md: at most 4 per request; warden uses the
 /// system block, the last tool and, in a loop, the transcript's last block).
 fn ephemeral() -> Value {
     json!({"type": "ephemeral"})

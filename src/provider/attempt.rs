@@ -1,4 +1,4 @@
-//! What one attempt produced: the outcome labels of DESIGN.md section 8 and the record
+//! What one attempt produced: the outcome labels of docs/design.md section 8 and the record
 //! the engine, reports and telemetry read.
 
 use serde::{Deserialize, Serialize};
@@ -30,7 +30,7 @@ pub enum Outcome {
     /// Cut by the review budget or a signal (or never finished).
     Cancelled,
     /// The model declined to answer (a safety refusal: Anthropic `stop_reason:
-    /// "refusal"`, OpenAI `refusal`, `finish_reason: "content_filter"`), DESIGN.md §15:
+    /// "refusal"`, OpenAI `refusal`, `finish_reason: "content_filter"`), docs/design.md §15:
     /// never clean, no breaker verdict, not retried on the same route (failover is).
     Refused,
 }
@@ -194,23 +194,23 @@ pub struct AttemptRecord {
     pub reason: String,
     /// A rate limit's Retry-After, when given.
     pub retry_after: Option<Duration>,
-    /// Back-pressure (DESIGN.md section 13): the provider said "not now" before any model
+    /// Back-pressure (docs/design.md section 13): the provider said "not now" before any model
     /// work (429 rate limit, 529 overloaded, 503 with Retry-After). The outcome keeps its
     /// report label (`rate_limited`, `unavailable`); the engine treats the attempt as a
     /// wait, not a failure. Exhausted quota is never back-pressure.
     pub backpressure: bool,
     /// `host:port` when the attempt could not connect at all (refused, unreachable, a name
     /// that does not resolve): no request reached anything. A route whose attempts and
-    /// half-open probe all end so is dead for the run (DESIGN.md §14).
+    /// half-open probe all end so is dead for the run (docs/design.md §14).
     pub unreachable: Option<Box<str>>,
     /// The gateway that answered, when its response headers name one (`litellm`): a
     /// gateway may retry on its own inside what warden counts as one attempt.
     pub gateway: Option<&'static str>,
     /// What the answer's rate-limit headers said (any status, success or not), for the
-    /// engine's pacing and the reports (DESIGN.md section 13). Boxed: most answers carry
+    /// engine's pacing and the reports (docs/design.md section 13). Boxed: most answers carry
     /// none, and records travel inside every `AttemptFinished` event.
     pub rate_limit: Option<Box<super::ratelimit::RateLimitInfo>>,
-    /// A 400 that asks for another request rather than failing the unit (DESIGN.md §14):
+    /// A 400 that asks for another request rather than failing the unit (docs/design.md §14):
     /// the engine re-sends or splits, with no attempt used and no breaker verdict.
     pub correction: Option<Correction>,
     /// Something about this route's answers the user should act on, set by the provider

@@ -1,4 +1,4 @@
-//! Error classification (PROVIDERS.md, "Classification used by warden"): every HTTP
+//! Error classification (docs/providers.md, "Classification used by warden"): every HTTP
 //! status and error body becomes one attempt outcome.
 
 use super::Limits;
@@ -108,7 +108,7 @@ pub fn classify_status(status: u16, headers: &HeaderMap, body: &[u8]) -> Failure
             None => format!("{status} {what}"),
         },
     );
-    // Back-pressure (DESIGN.md section 13): a 429 rate limit (quota stays a failure), a
+    // Back-pressure (docs/design.md section 13): a 429 rate limit (quota stays a failure), a
     // 529 overloaded, or a 503 that says when to come back.
     let after = retry_after(headers);
     f.backpressure = match status {
@@ -212,7 +212,7 @@ fn clamped_secs(secs: f64) -> Option<Duration> {
     )
 }
 
-/// The provider's own error message (DESIGN.md §15), so that a failure reads as what
+/// The provider's own error message (docs/design.md §15), so that a failure reads as what
 /// it is: `{"error": {"message"}}` (OpenAI, Anthropic, LiteLLM, llama.cpp),
 /// `{"error": "..."}` (Ollama), a gateway's own `{"message"}` or `{"detail"}`, else the
 /// text of a plain or HTML body (its `<title>`). Provider text is data: it is only shown

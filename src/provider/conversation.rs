@@ -1,5 +1,5 @@
 //! The conversation seam: tool definitions, the model's tool calls, warden's tool results
-//! and the transcript of a tool loop (DESIGN.md §14), in one protocol-neutral shape.
+//! and the transcript of a tool loop (docs/design.md §14), in one protocol-neutral shape.
 //!
 //! A unit's transcript is kept in these types, never in either wire's JSON: the encoders
 //! (`openai::body`, `anthropic::body`) turn prompt + [`Conversation`] into the route's own
@@ -119,14 +119,14 @@ impl FinishReason {
     }
 
     /// Whether the provider says the model refused (Anthropic `refusal`, OpenAI's and
-    /// Azure's `content_filter`), DESIGN.md §15.
+    /// Azure's `content_filter`), docs/design.md §15.
     pub fn is_refusal(&self) -> bool {
         matches!(self, FinishReason::Other(s) if s == "refusal" || s == "content_filter")
     }
 }
 
 /// The name of the tool through which findings arrive (structured output on Anthropic,
-/// and a tool loop's last call): its arguments are the findings object of DESIGN.md §9.
+/// and a tool loop's last call): its arguments are the findings object of docs/design.md §9.
 pub const SUBMIT_FINDINGS: &str = "submit_findings";
 
 /// The longest call id every protocol takes (OpenAI refuses a `tool_calls[].id` over
@@ -134,7 +134,7 @@ pub const SUBMIT_FINDINGS: &str = "submit_findings";
 pub const MAX_ID_CHARS: usize = 40;
 
 /// Gives each of this turn's `calls` an id unique within the transcript (`turns` before
-/// it) and valid on every protocol (DESIGN.md §15), whatever the provider sent: none,
+/// it) and valid on every protocol (docs/design.md §15), whatever the provider sent: none,
 /// the same `call_0` every turn, or one over [`MAX_ID_CHARS`]. A provider's id is kept
 /// when it is valid and new; otherwise the call gets `wc_<n>`, `n` its place among the
 /// transcript's calls. Only the transcript sees these ids: each request sends the whole

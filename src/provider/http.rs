@@ -64,7 +64,7 @@ pub(crate) struct Answer {
     /// The tool calls the model made, in order, arguments as sent.
     pub calls: Vec<super::conversation::ToolCall>,
     /// What the model said when it refused (OpenAI `message.refusal`, streamed as
-    /// `delta.refusal`), DESIGN.md §15.
+    /// `delta.refusal`), docs/design.md §15.
     pub refusal: Option<String>,
 }
 
@@ -74,7 +74,7 @@ pub(crate) enum Step {
     /// first-token and idle clocks, and the answer's first content.
     Content,
     /// A reasoning delta (`reasoning_content`, `thinking_delta`, ...): model tokens, so
-    /// progress for the clocks too, but not yet the answer (DESIGN.md §14).
+    /// progress for the clocks too, but not yet the answer (docs/design.md §14).
     Reasoning,
     /// Metadata, pings, comments, role-only chunks: bytes, not progress.
     Other,
@@ -323,7 +323,7 @@ fn send_failure(e: &reqwest::Error, url: &reqwest::Url, limits: &Limits) -> Fail
     }
     if e.is_connect() {
         // Nothing listens, no route to the host, or its name does not resolve: no request
-        // reached anything (the breaker may call the route dead, DESIGN.md §14).
+        // reached anything (the breaker may call the route dead, docs/design.md §14).
         let address = address(url);
         let mut f = Failure::new(
             Outcome::Unavailable,

@@ -1,7 +1,7 @@
 //! `provider = "litellm"`: a LiteLLM proxy, spoken to in the OpenAI wire format, asked not
 //! to retry or fall back on its own. With its defaults the proxy retries a 503 twice with
 //! backoff, so one warden attempt could hide three upstream calls and their waits; warden
-//! stays the one retry owner (DESIGN.md rule 4) by saying so on every request.
+//! stays the one retry owner (docs/design.md rule 4) by saying so on every request.
 //!
 //! LiteLLM reads `x-litellm-num-retries` and `x-litellm-timeout` headers on the proxy, and
 //! `num_retries`, `disable_fallbacks` and `timeout` in the body; both are sent, so an older

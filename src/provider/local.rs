@@ -1,4 +1,4 @@
-//! Servers the user runs (DESIGN.md §15, "Models you run yourself"): before a review, each
+//! Servers the user runs (docs/design.md §15, "Models you run yourself"): before a review, each
 //! `llamacpp`, `ollama` and `vllm` route asks its server what the config left open, and
 //! takes it: llama.cpp's `/props` (`total_slots` → `maxConcurrency`,
 //! `default_generation_settings.n_ctx` → `contextWindow`), Ollama's `POST /api/show`

@@ -1,6 +1,6 @@
 //! Provider clients. One call of [`Provider::attempt`] is one attempt is exactly one HTTP
 //! request: no retries anywhere below the engine. Every attempt is measured and
-//! classified into the outcome labels of DESIGN.md section 8.
+//! classified into the outcome labels of docs/design.md section 8.
 
 mod answered;
 mod anthropic;
@@ -44,7 +44,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
-/// The clocks of one attempt (DESIGN.md section 4, rule 1).
+/// The clocks of one attempt (docs/design.md section 4, rule 1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
     /// TCP/TLS connect.
@@ -173,7 +173,7 @@ pub struct HttpProvider {
     rate_limit_warned: std::sync::atomic::AtomicBool,
     /// Parameters this route dropped or renamed after a 400 named them (this run).
     fixes: std::sync::Mutex<param_fix::Adjustments>,
-    /// Set once its model showed it does not call tools (DESIGN.md §15).
+    /// Set once its model showed it does not call tools (docs/design.md §15).
     tools_off: tools_off::ToolsOff,
 }
 
@@ -376,7 +376,7 @@ impl HttpProvider {
         turn.into_attempt(finish(record, result, self.key.as_ref()))
     }
 
-    /// The attempt is re-sent at once as the single-shot review (DESIGN.md §15): no
+    /// The attempt is re-sent at once as the single-shot review (docs/design.md §15): no
     /// attempt used, no breaker verdict, the warning once.
     fn single_shot_now(
         &self,
@@ -399,7 +399,7 @@ impl HttpProvider {
 }
 
 impl HttpProvider {
-    /// A 400 read for what it asks (DESIGN.md §14): a refused parameter is dropped or
+    /// A 400 read for what it asks (docs/design.md §14): a refused parameter is dropped or
     /// renamed for the run (said once) and the attempt re-sent; a prompt too long for the
     /// window is split by the engine. A request with structured output that gets a 400
     /// naming nothing else is taken as a refusal of it: the text contract follows.

@@ -41,7 +41,7 @@ pub(crate) fn body(spec: &BodySpec) -> Value {
 }
 
 /// Tool definitions, OpenAI's shape (the shared prefix: same order every request).
-/// `submit_findings` is a strict function (DESIGN.md §15): its arguments then follow the
+/// `submit_findings` is a strict function (docs/design.md §15): its arguments then follow the
 /// findings schema exactly, as structured output's do in a single-shot review.
 fn tools(specs: &[ToolSpec]) -> Value {
     specs

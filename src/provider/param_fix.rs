@@ -1,4 +1,4 @@
-//! Self-correcting requests (DESIGN.md §14, "Current models"): a 400 that names an
+//! Self-correcting requests (docs/design.md §14, "Current models"): a 400 that names an
 //! optional parameter warden sent makes the route drop (or rename) it for the rest of the
 //! run, once per parameter, and the engine re-sends the attempt at once (no attempt used,
 //! no breaker verdict). A 400 that says the prompt is too long for the model's window is

@@ -1,4 +1,4 @@
-//! Rate-limit headers (DESIGN.md section 13): what a provider says about its remaining
+//! Rate-limit headers (docs/design.md section 13): what a provider says about its remaining
 //! requests and tokens, read from every answer so the engine can pace a route instead of
 //! running into 429s.
 //!

@@ -1,5 +1,5 @@
 //! One request body, built once per attempt: the protocol's encoder shapes prompt and
-//! conversation, then the route's rules for current models apply (DESIGN.md §14), in
+//! conversation, then the route's rules for current models apply (docs/design.md §14), in
 //! this order: the model family's parameters (OpenAI reasoning models get
 //! `max_completion_tokens` and no `temperature`), `reasoningEffort`, structured output
 //! (OpenAI `response_format`, Anthropic a forced `submit_findings` tool), the route's

@@ -1,5 +1,5 @@
 //! The built-in `sim` provider: an in-process route with the latency and fault profiles of
-//! DESIGN.md section 11, played `timeScale` times faster than real time, with findings
+//! docs/design.md section 11, played `timeScale` times faster than real time, with findings
 //! from a few built-in heuristics so a run shows real output. It sees exactly what a real
 //! model sees (the prompt) and answers through the same findings extraction.
 //!
@@ -22,7 +22,7 @@ use std::hash::{Hash, Hasher};
 use std::sync::Mutex;
 use std::time::Duration;
 
-/// The profile names of DESIGN.md sections 11 and 13 (the list lives with the config that
+/// The profile names of docs/design.md sections 11 and 13 (the list lives with the config that
 /// validates a route's `profile`; every name has a [`Profile::named`]).
 pub use crate::config::SIM_PROFILES as PROFILES;
 
@@ -52,7 +52,7 @@ pub struct Profile {
 }
 
 impl Profile {
-    /// The profile of DESIGN.md section 11 named `name` (see [`PROFILES`]).
+    /// The profile of docs/design.md section 11 named `name` (see [`PROFILES`]).
     pub fn named(name: &str) -> Option<Profile> {
         let healthy = Profile {
             median_min: 0.6,
@@ -203,7 +203,7 @@ pub struct SimProvider {
     seen: Mutex<HashMap<u64, u64>>,
     /// Benchmarks replay exact draws (the same ones for two policies); None: the profile.
     draw_fn: Option<Box<DrawFn>>,
-    /// The route's load, shared by its attempts (profiles of DESIGN.md section 13).
+    /// The route's load, shared by its attempts (profiles of docs/design.md section 13).
     load: LoadState,
 }
 

@@ -1,4 +1,4 @@
-//! The load-dependent `sim` profiles (DESIGN.md section 13): a provider that serves at most
+//! The load-dependent `sim` profiles (docs/design.md section 13): a provider that serves at most
 //! N requests at once and answers 429 beyond (`limited`), one that serves N per second and
 //! says so in OpenAI-style rate-limit headers on every answer (`paced`), and one whose
 //! latency grows with the load past a knee of N in flight (`saturating`).
@@ -16,7 +16,7 @@ use tokio::time::Instant;
 /// How a profile's answers depend on the route's load.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Load {
-    /// They do not (the profiles of DESIGN.md section 11).
+    /// They do not (the profiles of docs/design.md section 11).
     Free,
     /// At most N in flight; a request beyond is answered 429 with Retry-After: 1 s.
     Parallel,

@@ -1,4 +1,4 @@
-//! The sim's model in a tool loop (DESIGN.md §14): what it answers when the request
+//! The sim's model in a tool loop (docs/design.md §14): what it answers when the request
 //! carries a conversation. It behaves as a small agent would, so that `warden simulate`
 //! and tests can run loops without a network: it reads the file under review, greps a
 //! symbol of the first added line, lists the file's folder (each when offered, one per

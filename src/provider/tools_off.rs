@@ -1,4 +1,4 @@
-//! A model that does not call tools (DESIGN.md §15): it answers a request that offers
+//! A model that does not call tools (docs/design.md §15): it answers a request that offers
 //! tools in text with no findings object (small local models ramble to the cap), or its
 //! server says with an error that it takes no tools. Either way the route reviews
 //! single-shot for the rest of the run: every later request of a tool loop goes out as

@@ -45,7 +45,7 @@ pub fn build(
                 .as_ref()
                 .is_some_and(|c| c.level == CacheLevel::Shared),
         );
-        // A unit split for a context window is its parts, each a unit (DESIGN.md §14).
+        // A unit split for a context window is its parts, each a unit (docs/design.md §14).
         let whole = [(unit.start_line, unit.end_line, result)];
         let parts = result
             .parts

@@ -1,6 +1,6 @@
 //! Files cut by limits (`maxFiles`, `maxChangedLines`, `maxFileBytes`, `maxFileLines`):
 //! padding a pull request must not push a file out of review silently, so every format a
-//! person reads counts them and names them, one line per limit (DESIGN.md §13).
+//! person reads counts them and names them, one line per limit (docs/design.md §13).
 
 use super::Report;
 use crate::config::ScanLimits;

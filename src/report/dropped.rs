@@ -1,4 +1,4 @@
-//! Entries of the models' answers that did not become findings (DESIGN.md §14: "a
+//! Entries of the models' answers that did not become findings (docs/design.md §14: "a
 //! finding dropped for any reason is counted and named in every human output"). A model
 //! that writes `"severity": "urgent"` or a line outside the chunk loses that finding; the
 //! text report, the PR comment, the step summary, SARIF and GitHub annotations all count

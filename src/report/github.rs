@@ -60,7 +60,7 @@ pub fn render(r: &Report) -> String {
             escape_data(&w.message)
         );
     }
-    // Each dropped finding, named (DESIGN.md §14).
+    // Each dropped finding, named (docs/design.md §14).
     for d in &r.dropped_findings {
         let msg = format!("finding dropped: {}", d.message());
         let _ = writeln!(out, "::warning title=warden::{}", escape_data(&msg));

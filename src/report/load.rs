@@ -1,4 +1,4 @@
-//! Each route's load over the run, for the report (DESIGN.md section 13): its effective
+//! Each route's load over the run, for the report (docs/design.md section 13): its effective
 //! limit over time (min, time-weighted median, max) and its back-pressure (answers, and
 //! the time its new attempts were paused by a Retry-After or its rate-limit headers).
 //! The engine says these only as events (`PassStarted`, `LimitChanged`, `BackPressure`,

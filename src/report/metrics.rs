@@ -58,7 +58,7 @@ pub struct RouteMetrics {
     /// loop's next turn is no retry: see `turns`).
     pub retries: usize,
     /// Attempts that were a tool loop's next turn (the unit's attempt before was
-    /// answered): work, not retries (DESIGN.md §15).
+    /// answered): work, not retries (docs/design.md §15).
     #[serde(default)]
     pub turns: usize,
     /// Units that moved away from / to this route after a failure.
@@ -105,7 +105,7 @@ pub struct RouteMetrics {
     pub cost_usd: f64,
     /// Its breaker.
     pub breaker: BreakerReport,
-    /// Its effective limit under `maxConcurrency` over the run (DESIGN.md section 13),
+    /// Its effective limit under `maxConcurrency` over the run (docs/design.md section 13),
     /// when the review's events were followed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub limit: Option<super::LimitFigures>,

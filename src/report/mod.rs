@@ -1,4 +1,4 @@
-//! The outcome model every report is rendered from (JSON schemaVersion 1 of DESIGN.md
+//! The outcome model every report is rendered from (JSON schemaVersion 1 of docs/design.md
 //! section 8), built from the plan and the engine's report. Renderers never decide
 //! policy; they only show this model.
 
@@ -51,7 +51,7 @@ use crate::severity::{Confidence, Severity};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-/// The JSON report's `schemaVersion` (DESIGN.md section 8).
+/// The JSON report's `schemaVersion` (docs/design.md section 8).
 pub const SCHEMA_VERSION: u32 = 1;
 
 pub use crate::engine::outcome::ReviewOutcome;
@@ -132,7 +132,7 @@ pub struct Report {
     /// A merged report: the shards that never reported (their units were not reviewed).
     #[serde(skip_serializing_if = "Vec::is_empty", default)]
     pub missing_shards: Vec<MissingShard>,
-    /// What `--publish` did on the pull request (DESIGN.md §15).
+    /// What `--publish` did on the pull request (docs/design.md §15).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub publish: Option<published::Published>,
 }
@@ -267,11 +267,11 @@ pub struct UnitReport {
     /// Findings its answer had past `maxFindingsPerAnswer`, counted unread.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub findings_cut: usize,
-    /// Its tool loop (DESIGN.md §14): turns allowed and used, calls, bytes; absent for a
+    /// Its tool loop (docs/design.md §14): turns allowed and used, calls, bytes; absent for a
     /// unit whose skill does not read the repository.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_loop: Option<crate::engine::ToolLoop>,
-    /// Its result comes from an answer the output cap cut (DESIGN.md §14): never a
+    /// Its result comes from an answer the output cap cut (docs/design.md §14): never a
     /// clean review; its findings are those complete before the cut.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub answer_cut: bool,
@@ -354,7 +354,7 @@ pub struct AttemptReport {
     pub retry_after_ms: Option<u64>,
     /// A half-open breaker probe.
     pub probe: bool,
-    /// Back-pressure (DESIGN.md §13): the provider said "not now" (429, 529, 503 with
+    /// Back-pressure (docs/design.md §13): the provider said "not now" (429, 529, 503 with
     /// Retry-After). Such an attempt is a wait: it does not count toward `maxAttempts`.
     #[serde(default)]
     pub backpressure: bool,
@@ -409,7 +409,7 @@ pub struct Finding {
 }
 
 impl Report {
-    /// DESIGN.md section 5: 1 if a finding reaches its skill's `failOn` (complete or not),
+    /// docs/design.md section 5: 1 if a finding reaches its skill's `failOn` (complete or not),
     /// else 2 if no unit was reviewed and every failure was a setup error
     /// ([`Report::setup_failure`]: a refinement of 3, so CI tells setup from weather), else 3
     /// if the review is partial or unavailable, else 0. Signals are the caller's.

@@ -30,7 +30,7 @@ pub(super) struct Waits {
     finished: BTreeSet<usize>,
     /// Unit → (route, when its attempt started).
     in_flight: BTreeMap<usize, (String, Instant)>,
-    /// Units running the tool calls of a turn, and since when (DESIGN.md §15).
+    /// Units running the tool calls of a turn, and since when (docs/design.md §15).
     tools: BTreeMap<usize, Instant>,
     routes: BTreeMap<String, RouteWait>,
 }

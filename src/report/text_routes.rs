@@ -117,7 +117,7 @@ fn compact_row(name: &str, c: [&str; 5], breaker: &str, w: usize) -> String {
     )
 }
 
-/// A route's effective limit and back-pressure (DESIGN.md section 13), under its row when
+/// A route's effective limit and back-pressure (docs/design.md section 13), under its row when
 /// the run followed them or the provider pushed back.
 /// What a route's calls were beyond each unit's first: tool loops' further turns and
 /// retries after failures, counted apart (a healthy loop's turns are not retries).

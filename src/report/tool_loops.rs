@@ -1,4 +1,4 @@
-//! The tool loops of a review, summed for the report (DESIGN.md §14): how many units
+//! The tool loops of a review, summed for the report (docs/design.md §14): how many units
 //! looped, the turns they were allowed and used, calls by tool, bytes read, and the
 //! units reviewed without tools for lack of budget (the depth rule shed their tool
 //! turns). Each unit's own figures are its `toolLoop`.

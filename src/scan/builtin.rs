@@ -7,7 +7,7 @@ use std::sync::OnceLock;
 
 /// Artifacts, wherever they are: (category shown in the skip reason, patterns in gitignore
 /// style without `!`). Only names no hand-written code file has: a change cannot name
-/// `src/auth.min.py` or `src/build/auth.py` into an exemption (DESIGN.md §14).
+/// `src/auth.min.py` or `src/build/auth.py` into an exemption (docs/design.md §14).
 const RULES: &[(&str, &[&str])] = &[
     (
         "lockfile",

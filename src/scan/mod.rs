@@ -142,7 +142,7 @@ fn skip_by(reason: &str, detail: String, rule: String) -> Skip {
     }
 }
 
-/// The content of the change and what its base says (DESIGN.md §14: only the base can
+/// The content of the change and what its base says (docs/design.md §14: only the base can
 /// exempt a file).
 struct Base<'c> {
     content: &'c dyn ContentSource,
@@ -191,7 +191,7 @@ fn decide<'d>(
     skills: &[ActiveSkill],
 ) -> Decision<'d> {
     let content = base.content;
-    // Known before any content is read (DESIGN.md §13): a file over maxFileBytes is
+    // Known before any content is read (docs/design.md §13): a file over maxFileBytes is
     // skipped on its size, and one git's diff left unread for its size is too large
     // rather than binary.
     let size = content.new_side_size(file);
@@ -336,7 +336,7 @@ fn chunk_mode(path: &std::path::Path, settings: &Settings) -> Result<ChunkMode, 
     Ok(fp.mode)
 }
 
-/// A generated-file marker near the top that exempts the file (DESIGN.md §14): one in the
+/// A generated-file marker near the top that exempts the file (docs/design.md §14): one in the
 /// new side (else, patch input, in what the patch shows of it) that the base version has
 /// too. A marker the change writes into a file whose base has none, or into a new file,
 /// exempts nothing. The base is the old blob; for patch input it is what the patch shows

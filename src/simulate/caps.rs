@@ -1,5 +1,5 @@
 //! `warden simulate --caps ROUTE=2,4,8,auto`: the same simulation once per ceiling of one
-//! route's `maxConcurrency`, side by side (DESIGN.md section 13). The right cap depends on
+//! route's `maxConcurrency`, side by side (docs/design.md section 13). The right cap depends on
 //! what the provider serves, which a user cannot know; this shows what each one costs.
 //! Each cap runs under the config's routing policy, `--runs` seeds.
 

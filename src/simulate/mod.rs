@@ -69,7 +69,7 @@ pub struct Variant {
     pub backpressure_median: f64,
     /// Cost in USD (from the routes' prices), median.
     pub cost_usd_median: f64,
-    /// Tool calls the loops made (DESIGN.md §14), median.
+    /// Tool calls the loops made (docs/design.md §14), median.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tool_calls_median: Option<f64>,
     /// Units whose tool turns the depth rule shed for lack of budget, median.

@@ -95,7 +95,7 @@ fn read_capped(full: &Path, shown: &Path) -> Result<Option<String>> {
         })
 }
 
-/// The largest skill file warden reads (DESIGN.md §13): a prompt past it would cost more
+/// The largest skill file warden reads (docs/design.md §13): a prompt past it would cost more
 /// than any review should spend on instructions.
 pub const MAX_SKILL_BYTES: u64 = 256 * 1024;
 

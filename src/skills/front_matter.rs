@@ -90,7 +90,7 @@ const MAX_DEPTH: usize = 64;
 /// Reads the YAML's events before it is loaded: an alias (`*name`) is refused, since
 /// loading copies the anchored node at every alias and a ~500-byte alias bomb grows to
 /// gigabytes; the node count and the nesting depth are bounded too. After this check,
-/// loading costs what the text does (DESIGN.md §13, "Bounds").
+/// loading costs what the text does (docs/design.md §13, "Bounds").
 fn check_events(yaml: &str) -> Result<(), String> {
     use yaml_rust2::parser::{Event, Parser};
     let mut parser = Parser::new_from_str(yaml);

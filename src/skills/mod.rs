@@ -50,7 +50,7 @@ pub struct Skill {
     /// What it checks, in one line.
     pub description: String,
     /// Front matter `allowed-tools` (Warden's names: `Read Grep Glob` make the skill a
-    /// tool loop, DESIGN.md §14; see [`crate::tools::Tool::from_skill_name`]).
+    /// tool loop, docs/design.md §14; see [`crate::tools::Tool::from_skill_name`]).
     pub allowed_tools: Vec<String>,
     /// The Markdown body: the skill's instructions to the model.
     pub prompt: String,

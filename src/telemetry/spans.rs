@@ -232,7 +232,7 @@ fn unit_span(review: &Span, index: usize, info: &UnitInfo) -> Span {
     )
 }
 
-/// One tool call of a unit's loop (DESIGN.md §14): the GenAI conventions' `execute_tool`
+/// One tool call of a unit's loop (docs/design.md §14): the GenAI conventions' `execute_tool`
 /// span, closed at once (the call already ran; its duration is recorded).
 fn tool_span(unit: &Span, e: &Event) {
     let Event::ToolCalled {

@@ -1,4 +1,4 @@
-//! What a tool call may name (DESIGN.md §14): a path inside the repository, written
+//! What a tool call may name (docs/design.md §14): a path inside the repository, written
 //! relative to its top folder, that is not git's own data and does not look like a
 //! secret. The model's arguments are hostile text: every path is checked here before any
 //! source is asked, and the path a link resolved to is checked again after.

@@ -1,4 +1,4 @@
-//! The tools a review skill may call in its loop (DESIGN.md §14), answered by warden
+//! The tools a review skill may call in its loop (docs/design.md §14), answered by warden
 //! itself: `read_file`, `grep` and `list_files` over the reviewed head, nothing written,
 //! no shell. The model ends a loop with `submit_findings` (the engine reads that call as
 //! its answer).
@@ -25,7 +25,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-/// Tells a call in flight to stop (DESIGN.md §15: a tool call is work of its unit). The
+/// Tells a call in flight to stop (docs/design.md §15: a tool call is work of its unit). The
 /// engine runs each call on a blocking thread and, when the unit's deadline passes or the
 /// review is cancelled first, raises it: a walk or a search checks it before each file and
 /// stops, so no tool thread outlives its unit by more than one file's work.
@@ -145,7 +145,7 @@ impl Tool {
 }
 
 /// `submit_findings`: the call that ends a loop. Its arguments are the findings object of
-/// DESIGN.md §9 as issue 28 defined it once ([`crate::findings_schema::schema`]), the same
+/// docs/design.md §9 as issue 28 defined it once ([`crate::findings_schema::schema`]), the same
 /// schema OpenAI's structured output and Anthropic's forced single-shot tool carry, so a
 /// loop's answer and a single-shot answer are read by one contract.
 pub fn submit_findings() -> ToolDef {
@@ -178,7 +178,7 @@ pub struct ToolAnswer {
     pub is_error: bool,
     /// A SHA-256 (hex) of what the model read: `content`, with the name of where it was
     /// read (`the head commit 1a2b3c4`) left out, so the result cache, which replays calls
-    /// and compares these, hits after a push that left the read content alone (DESIGN.md
+    /// and compares these, hits after a push that left the read content alone (docs/design.md
     /// §15: hashes cover what was read, not where).
     pub hash: String,
 }

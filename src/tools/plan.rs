@@ -1,4 +1,4 @@
-//! When a unit loops (DESIGN.md §14): a skill whose tools (its `[[skills]] tools`, else
+//! When a unit loops (docs/design.md §14): a skill whose tools (its `[[skills]] tools`, else
 //! its front matter's `allowed-tools`) name Warden's `Read`, `Grep` or `Glob`, or any
 //! skill under `[execution] tools = true`; never under `tools = false` / `--no-tools`.
 //! Tools warden does not run (`Bash`, `Write`, `Edit`, web tools, anything unknown) are

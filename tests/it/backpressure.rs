@@ -1,4 +1,4 @@
-//! DESIGN.md section 13 end to end: the release binary against the fake provider on
+//! docs/design.md section 13 end to end: the release binary against the fake provider on
 //! loopback when it says "not now". A provider that serves 4 at once (429 beyond) and
 //! one that serves 5 a second and says so in its headers are reviewed whole, with few
 //! answers of 429; back-pressure uses no attempt; exhausted quota still fails.

@@ -1,6 +1,6 @@
 //! Issue 20 ("bounded whatever arrives, round 2"), points 1 and 3: an answer costs what it
 //! is allowed to, and inputs are size-checked before they are read. Each test is an
-//! attack that broke a bound before (DESIGN.md §13, "Bounds").
+//! attack that broke a bound before (docs/design.md §13, "Bounds").
 
 use crate::support::cpu_hungry;
 use crate::support::fake_provider::{Behavior, FakeProvider};

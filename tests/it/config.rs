@@ -88,7 +88,7 @@ fn a_warden_v1_file_loads_and_names_each_ignored_key_once() {
             "{key} in:\n{stderr}"
         );
     }
-    // Warden's turn caps are the tool loop's maxTurns now (DESIGN.md §14): not warned.
+    // Warden's turn caps are the tool loop's maxTurns now (docs/design.md §14): not warned.
     for key in ["defaults.maxTurns", "defaults.agent.maxTurns"] {
         assert!(!stderr.contains(&format!("`{key}`")), "{key} in:\n{stderr}");
     }
@@ -423,7 +423,7 @@ fn inline_skills_and_warden_s_per_skill_model() {
         "{v}"
     );
     assert_eq!(code, 0, "the trigger's failOn = off: {v}");
-    // `[skills.tools]` is the inline skill's allowed tools now (DESIGN.md §14).
+    // `[skills.tools]` is the inline skill's allowed tools now (docs/design.md §14).
     assert!(!stderr.contains("`skills.tools`"), "{stderr}");
     assert!(
         stderr.contains("trigger `api`") && stderr.contains("model") && stderr.contains("routes"),

@@ -1,4 +1,4 @@
-//! Issue 28 part 5 (DESIGN.md §14): a prompt too long for the model's context window.
+//! Issue 28 part 5 (docs/design.md §14): a prompt too long for the model's context window.
 //! A context-length 400 (both protocols' wordings) splits the chunk and the halves are
 //! reviewed as units of their own, keeping their line numbers; a chunk that cannot be
 //! split goes to the route with the larger window; neither spends an attempt nor opens a

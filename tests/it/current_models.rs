@@ -1,4 +1,4 @@
-//! Issue 28 against a fake that answers as today's providers do (DESIGN.md §14): OpenAI's
+//! Issue 28 against a fake that answers as today's providers do (docs/design.md §14): OpenAI's
 //! reasoning families validate their parameters as OpenAI does, a 400 naming a
 //! parameter is corrected once for the run, reasoning streamed before the answer is
 //! progress, findings arrive through structured output in both protocols, and a provider

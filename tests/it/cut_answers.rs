@@ -1,5 +1,5 @@
 //! Issue 27, items 1, 2, 8 and 9, against the fake provider over real HTTP and the real
-//! binary (DESIGN.md §14, "An answer is complete only when the provider says it ended"):
+//! binary (docs/design.md §14, "An answer is complete only when the provider says it ended"):
 //! an answer cut by the token cap is never a clean review, whatever it holds before the
 //! cut; it keeps the findings complete before the cut and is retried once with twice the
 //! output cap; the answer's own object is the last one, never an example or a nested

@@ -1,7 +1,7 @@
-//! Issue 27, point 7 (DESIGN.md §14, "Failures that are facts end fast"): a route where
+//! Issue 27, point 7 (docs/design.md §14, "Failures that are facts end fast"): a route where
 //! nothing listens is dead for the run once its half-open probe cannot connect either;
 //! units only it could serve end `unavailable` at once, naming its address, and no unit
-//! waits through more than one failed probe round. DESIGN.md §15: only a probe that failed
+//! waits through more than one failed probe round. docs/design.md §15: only a probe that failed
 //! with a fact ends the waiting; a slow route whose probe times out is waited on, and
 //! probed again, while the budget lasts.
 

@@ -1,4 +1,4 @@
-//! DESIGN.md section 13 on tokio's paused clock against scripted providers: back-pressure
+//! docs/design.md section 13 on tokio's paused clock against scripted providers: back-pressure
 //! is a wait (no attempt used, no breaker verdict, the route paused by Retry-After, at
 //! most 8 bounces), and each route's effective limit stays between 1 and its cap.
 

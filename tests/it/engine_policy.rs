@@ -122,7 +122,7 @@ async fn no_further_attempt_with_less_than_half_the_hunk_budget() {
 
 #[tokio::test(start_paused = true)]
 async fn a_retry_after_pauses_the_route_and_is_waited_on_within_the_review_budget() {
-    // DESIGN.md section 13 (amending rule 6): a 429 is back-pressure. It uses no attempt
+    // docs/design.md section 13 (amending rule 6): a 429 is back-pressure. It uses no attempt
     // (maxAttempts 1 still reviews), pauses the route for its Retry-After, and the unit,
     // back at the head of the queue, goes again when the pause ends.
     let a = Scripted::new("a", |n| {

@@ -1,4 +1,4 @@
-//! Tool loops in the engine (DESIGN.md §14), on tokio's paused clock against in-process
+//! Tool loops in the engine (docs/design.md §14), on tokio's paused clock against in-process
 //! models that call tools: the turn cap, the hunk budget over every turn, a loop cut
 //! mid-turn, a failed turn retried (not the unit), failover carrying the transcript, the
 //! repeat guard, the depth rule, and a model that never calls a tool costing one request.
@@ -405,7 +405,7 @@ fn big_tree(files: usize, kib: usize) -> tempfile::TempDir {
     dir
 }
 
-/// DESIGN.md §15: tool calls are work of their unit. A model asking for grep after grep
+/// docs/design.md §15: tool calls are work of their unit. A model asking for grep after grep
 /// over a 16 MB tree (each call a different pattern, none answered from memory) with a
 /// 2 s hunk budget: the unit ends at its deadline, cut while running tools (said so,
 /// never "during an attempt"), with far fewer calls made than asked for; the call in
@@ -456,11 +456,11 @@ async fn greps_over_a_large_tree_stop_at_the_unit_s_deadline_and_say_they_were_r
             .any(|e| matches!(e, Event::ToolsRunning { unit: 0, .. })),
         "progress hears that tools run"
     );
-    // DESIGN.md §13: within the budget + 1 s (here the unit's own 2 s budget).
+    // docs/design.md §13: within the budget + 1 s (here the unit's own 2 s budget).
     assert!(took < S(3), "{took:?}");
 }
 
-/// DESIGN.md §15: a review cancelled (its budget, or a signal) while a unit runs tools
+/// docs/design.md §15: a review cancelled (its budget, or a signal) while a unit runs tools
 /// ends that unit at once, `cancelled`, saying it was running tools.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cancel_while_tools_run_ends_the_unit_saying_so() {

@@ -1,4 +1,4 @@
-//! What the fake provider does because the real APIs do (DESIGN.md §15: a fake as strict
+//! What the fake provider does because the real APIs do (docs/design.md §15: a fake as strict
 //! as the real API, never more lenient), and warden's side of each: OpenAI streams its
 //! usage only when asked with `stream_options.include_usage`; a cost in usage comes only
 //! from gateways that report one; Anthropic's forced `submit_findings` is answered with

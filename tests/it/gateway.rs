@@ -154,7 +154,7 @@ fn an_openai_route_through_litellm_is_retried_by_the_gateway_and_warden_warns_on
     );
 }
 
-/// DESIGN.md section 13 against a real gateway: a deployment with LiteLLM's
+/// docs/design.md section 13 against a real gateway: a deployment with LiteLLM's
 /// `max_parallel_requests: 2` answers 429 beyond two requests at once. With warden's cap
 /// at 8, those answers are back-pressure: every unit of a 20-unit review is reviewed,
 /// well inside a 40 s budget (before, 2 of 20 were).

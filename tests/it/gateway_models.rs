@@ -1,4 +1,4 @@
-//! Issue 28 through a real gateway (DESIGN.md §14): the pinned LiteLLM proxy in front of
+//! Issue 28 through a real gateway (docs/design.md §14): the pinned LiteLLM proxy in front of
 //! an OpenAI reasoning deployment, whose upstream (the fake) validates as OpenAI does
 //! (`max_tokens` and a `temperature` other than 1 refused with OpenAI's 400s). Under the
 //! family's own name warden sends the right parameters; under an alias it cannot read a

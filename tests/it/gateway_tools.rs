@@ -1,4 +1,4 @@
-//! A tool loop through a real gateway (DESIGN.md §14, issue 29): warden against the
+//! A tool loop through a real gateway (docs/design.md §14, issue 29): warden against the
 //! pinned LiteLLM proxy on loopback in front of the fake provider playing a small agent
 //! (it reads the file under review, then submits). The proxy relays the tool definitions
 //! and the transcript upstream and the model's tool calls back, streamed (LiteLLM

@@ -1,4 +1,4 @@
-//! DESIGN.md section 13 attacked as a hostile or broken provider or gateway would: answers
+//! docs/design.md section 13 attacked as a hostile or broken provider or gateway would: answers
 //! of "not now" of every shape, rate-limit headers that lie, 429 for ever, slow 429s.
 //! Back-pressure stays a wait while the budget lasts, a review ends within its budget, and
 //! findings once received survive. Engine cases run on tokio's paused clock against

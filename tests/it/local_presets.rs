@@ -1,4 +1,4 @@
-//! Issue 36 against fakes (DESIGN.md §15): Ollama's and vLLM's windows are read from
+//! Issue 36 against fakes (docs/design.md §15): Ollama's and vLLM's windows are read from
 //! small fakes of their endpoints (`POST /api/show`, `GET /v1/models`) and shown by
 //! `warden plan`; a server that says it takes no tools (a 400 in Ollama's words) makes
 //! the route review single-shot for the rest of the run, with one warning; the presets

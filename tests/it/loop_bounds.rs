@@ -1,4 +1,4 @@
-//! A loop's bounds reached over real HTTP (DESIGN.md §14): `maxToolCalls` and
+//! A loop's bounds reached over real HTTP (docs/design.md §14): `maxToolCalls` and
 //! `toolBytesPerUnit` each end the tool turns, the model is told why in the call's
 //! result, and the next turn forces `submit_findings` — which the fake, as strict as the
 //! real APIs, honours (`fake_wire::honour_tool_choice`).

@@ -1,4 +1,4 @@
-//! A loop's transcript moves to any protocol (DESIGN.md §15): tool-call ids unique within
+//! A loop's transcript moves to any protocol (docs/design.md §15): tool-call ids unique within
 //! it whatever the provider sent (none, the same `call_0` every turn, over 40
 //! characters); `submit_findings` a strict function on OpenAI; a finding that names a
 //! file other than the unit's dropped and counted, never moved onto the unit's file. The

@@ -1,4 +1,4 @@
-//! Issue 27, point 6 (DESIGN.md §14): reports never write through links the change
+//! Issue 27, point 6 (docs/design.md §14): reports never write through links the change
 //! planted. Run in the checkout as the action runs it, a link committed at an `-o` or
 //! `--trace` path is replaced by the report and the file it points to is untouched; a
 //! path through a committed folder link is refused (exit 2) before any request.

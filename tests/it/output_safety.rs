@@ -1,4 +1,4 @@
-//! Every output line is safe and every cut is visible (DESIGN.md §13, issue 20 points 2
+//! Every output line is safe and every cut is visible (docs/design.md §13, issue 20 points 2
 //! and 5), tried as a hostile provider, a hostile pull request and a careless shell would:
 //! no line of any output is a CI command unless warden wrote it as its annotation, no
 //! Markdown mentions anyone, no configured key leaves in any format, a closed stdout or

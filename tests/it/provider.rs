@@ -510,7 +510,7 @@ fn dropping_an_attempt_closes_its_connection_at_once() {
     );
 }
 
-/// Rate-limit headers (DESIGN.md section 13) reach the attempt's record on every answer,
+/// Rate-limit headers (docs/design.md section 13) reach the attempt's record on every answer,
 /// success or back-pressure, over real HTTP; a lying header is dropped and said once.
 #[test]
 fn rate_limit_headers_reach_the_record_on_success_and_on_a_429() {

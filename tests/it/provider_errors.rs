@@ -1,4 +1,4 @@
-//! Issue 36, item 5 (DESIGN.md §15): a provider's error shows the provider's own message
+//! Issue 36, item 5 (docs/design.md §15): a provider's error shows the provider's own message
 //! in the unit's reason and in `-v`, redacted, escaped and capped, so that a bad key at a
 //! gateway reads as what it is (auth, not retried), whatever status the gateway wrapped
 //! it in. Against the fake provider over real HTTP and the binary.

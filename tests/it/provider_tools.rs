@@ -1,4 +1,4 @@
-//! The conversation seam over real HTTP (DESIGN.md §14): a request with tools and a
+//! The conversation seam over real HTTP (docs/design.md §14): a request with tools and a
 //! transcript reaches the fake in the route's own protocol, and the fake's tool calls come
 //! back as `Attempt::calls` — both protocols, streamed and not, parallel calls, broken
 //! argument JSON kept raw, and findings through `submit_findings`.

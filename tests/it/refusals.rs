@@ -1,4 +1,4 @@
-//! Issue 36, item 4 (DESIGN.md §15): a model that refuses ends its unit `refused`, its own
+//! Issue 36, item 4 (docs/design.md §15): a model that refuses ends its unit `refused`, its own
 //! status, in every output: never clean, never an outage (no breaker verdict), never
 //! retried on the same route, free to fail over to another. Every refusal shape in both
 //! protocols, streamed and not, against the fake provider over real HTTP and the binary.

@@ -183,7 +183,7 @@ fn a_partial_review_exits_3_with_a_banner_statuses_and_sarif_notifications() {
 fn when_every_route_is_down_nothing_is_claimed_reviewed() {
     let s = Session::new(2);
     s.fake.script("primary", vec![Behavior::status(503)]);
-    // 502, not 529: a 529 is back-pressure since DESIGN.md §13 (a wait, tested in
+    // 502, not 529: a 529 is back-pressure since docs/design.md §13 (a wait, tested in
     // engine_backpressure), and this test is about routes that are down.
     s.fake.script("fallback", vec![Behavior::status(502)]);
     let (code, v) = s.review_json(&[]);

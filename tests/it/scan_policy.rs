@@ -93,7 +93,7 @@ fn user_ignores_follow_gitignore_rules_and_can_re_include_built_ins() {
 
 #[test]
 fn generated_files_are_skipped_by_marker_in_the_file_head() {
-    // Generated in the base already (DESIGN.md §14: only the base can exempt a file); the
+    // Generated in the base already (docs/design.md §14: only the base can exempt a file); the
     // change regenerates them.
     let gen_go = |tag: &str| {
         format!(

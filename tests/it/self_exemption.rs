@@ -1,4 +1,4 @@
-//! Issue 27, point 5 (DESIGN.md §14, "Nothing the change writes can exempt the change"): a
+//! Issue 27, point 5 (docs/design.md §14, "Nothing the change writes can exempt the change"): a
 //! marker the change writes, or a build-looking name it picks, never skips its file. Only
 //! the base can: a marker the base version has too, a build root at the top or one the
 //! base's `.gitignore` names. `warden plan` says which rule skipped each file.

@@ -1,5 +1,5 @@
 //! A signal acts within 1 s in every phase, with the report written from what is known
-//! (DESIGN.md §14; issue 27 point 3): while a large change is prepared (CPU-bound, before
+//! (docs/design.md §14; issue 27 point 3): while a large change is prepared (CPU-bound, before
 //! any request), while units wait on a provider that hangs, and while the report is written
 //! to a stdout nobody reads (`bounds.rs`). The bound is the budget the contract names:
 //! 1 s, plus the same scheduling slack the fault matrix allows a clock.

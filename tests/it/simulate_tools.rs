@@ -1,4 +1,4 @@
-//! `warden simulate` with skills that read the repository (DESIGN.md §14, the depth rule
+//! `warden simulate` with skills that read the repository (docs/design.md §14, the depth rule
 //! of issue 29): the headline scenario (200 units, a slow-tail primary and a healthy
 //! fallback, caps 4 + 4, budgets 15m/5m/2m played 60x faster, spillover) whose built-in
 //! skills loop with up to 4 turns (the sim's agent reads, greps, lists, then submits)

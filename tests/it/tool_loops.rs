@@ -1,4 +1,4 @@
-//! Skills that read the repository, end to end (DESIGN.md §14): the real binary on real
+//! Skills that read the repository, end to end (docs/design.md §14): the real binary on real
 //! repositories against the fake provider playing a small agent (it reads the file under
 //! review, then submits). Requests are counted and read at the fake.
 
@@ -183,7 +183,7 @@ fn mkfifo(path: &std::path::Path) {
     assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
 }
 
-/// DESIGN.md §15: a named pipe in the reviewed tree (a local review reads the working
+/// docs/design.md §15: a named pipe in the reviewed tree (a local review reads the working
 /// tree) is refused before it is opened: the model asked to read it and is told, by its
 /// name, that it is not a regular file; the review goes on and ends well inside its budget
 /// (a blocking open would wait for a writer that never comes).

@@ -1,5 +1,5 @@
 -- Records one finished attempt into the upstream's shared rolling window and takes the
--- breaker's decision from the fleet's window (DESIGN.md rule 8, across processes).
+-- breaker's decision from the fleet's window (docs/design.md rule 8, across processes).
 -- KEYS[1] state hash (state, until, level), KEYS[2] calls zset, KEYS[3] failures zset,
 -- KEYS[4] probe leases zset
 -- ARGV[1] kind: ok | fail | force | cancel, ARGV[2] probe (1/0), ARGV[3] probe id,

@@ -1,4 +1,4 @@
--- An upstream's rate-limit windows, one account for the whole fleet (DESIGN.md section 13).
+-- An upstream's rate-limit windows, one account for the whole fleet (docs/design.md section 13).
 -- Times are this server's own clock (TIME), read and compared only here: processes send
 -- and receive durations, never their wall clocks.
 -- KEYS[1] requests window (hash), KEYS[2] tokens window (hash),

@@ -182,7 +182,7 @@ fn most_probes_at_once(v: &serde_json::Value, route: &str) -> usize {
 /// review budget (4 s) ends while that round of probes is out (from 2.9 s, due to time out
 /// at 4.3 s), with Redis answering or frozen just before (its calls in flight then cost one
 /// bounded call, and the fleet is off). It is the first probe round: no unit waits through
-/// a failed one (DESIGN.md §14), so a second round would find no unit left to probe.
+/// a failed one (docs/design.md §14), so a second round would find no unit left to probe.
 #[test]
 fn the_review_deadline_cuts_half_open_probes_inside_its_budget_even_with_redis_frozen() {
     let units = 16;

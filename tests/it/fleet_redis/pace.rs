@@ -1,4 +1,4 @@
-//! Back-pressure shared through the fleet (DESIGN.md section 13): one process's Retry-After
+//! Back-pressure shared through the fleet (docs/design.md section 13): one process's Retry-After
 //! pauses the others, its lowered limit caps theirs, whatever Redis holds is bounded, and
 //! with the sharing two processes against one limited provider draw fewer 429 answers.
 

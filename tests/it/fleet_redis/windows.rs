@@ -1,4 +1,4 @@
-//! Rate-limit windows shared through the fleet (DESIGN.md section 13): processes sharing one
+//! Rate-limit windows shared through the fleet (docs/design.md section 13): processes sharing one
 //! account (one key, the provider's remaining count is the account's) take from one window
 //! in Redis instead of each spending what the headers say is left; whatever Redis holds is
 //! bounded; Redis gone leaves each process its local pacing.

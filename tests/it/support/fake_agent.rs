@@ -1,4 +1,4 @@
-//! The fake provider as a small agent (DESIGN.md §14): it reads the request it was sent
+//! The fake provider as a small agent (docs/design.md §14): it reads the request it was sent
 //! and answers as a model in a tool loop would. Offered `read_file` and holding no tool
 //! results yet, it reads the file under review (the prompt's `file:` line); with results
 //! (or `submit_findings` forced) it submits its findings; offered no tools it answers in

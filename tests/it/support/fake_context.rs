@@ -1,7 +1,7 @@
-//! The fake provider as a model with a context window (DESIGN.md §14): a request whose
+//! The fake provider as a model with a context window (docs/design.md §14): a request whose
 //! user message is longer than a model's limit gets the protocol's context-length 400
 //! (OpenAI's `context_length_exceeded`, "This model's maximum context length is N tokens";
-//! Anthropic's "prompt is too long: N tokens > M maximum", as PROVIDERS.md words them);
+//! Anthropic's "prompt is too long: N tokens > M maximum", as docs/providers.md words them);
 //! one that fits is answered with a finding on the first line under review, so a test
 //! can tell each part's findings kept their own line numbers.
 

@@ -1,6 +1,6 @@
-//! The fake provider as today's models answer (DESIGN.md §14): OpenAI's validation of its
+//! The fake provider as today's models answer (docs/design.md §14): OpenAI's validation of its
 //! reasoning families (o-series, gpt-5*: `max_tokens` and a `temperature` other than 1
-//! refused with the exact 400s of PROVIDERS.md), parameters a test makes it refuse (each
+//! refused with the exact 400s of docs/providers.md), parameters a test makes it refuse (each
 //! protocol's 400 naming the parameter), and reasoning streamed before the answer in
 //! both OpenAI dialects and as Anthropic thinking blocks.
 

@@ -1,4 +1,4 @@
-//! Safety refusals as the providers send them (DESIGN.md §15), in both protocols,
+//! Safety refusals as the providers send them (docs/design.md §15), in both protocols,
 //! streamed and not: OpenAI's `refusal` field (`message.refusal`, streamed as
 //! `delta.refusal` pieces, with `content: null` and `finish_reason: "stop"`), OpenAI's
 //! and Azure's `finish_reason: "content_filter"` after some content, and Anthropic's

@@ -1,4 +1,4 @@
-//! The fake provider's tool calls (DESIGN.md §14): answers whose content is calls, in the
+//! The fake provider's tool calls (docs/design.md §14): answers whose content is calls, in the
 //! protocol the request spoke, streamed as the providers stream them (OpenAI
 //! `delta.tool_calls` fragments keyed by `index`, arguments in pieces; Anthropic
 //! `tool_use` blocks with `input_json_delta` pieces) or whole. Several calls in one answer
@@ -18,7 +18,7 @@ pub fn call(name: &str, arguments: Value) -> Call {
     (name.to_string(), arguments.to_string())
 }
 
-/// A `submit_findings` call carrying these findings (the findings object of DESIGN.md §9).
+/// A `submit_findings` call carrying these findings (the findings object of docs/design.md §9).
 pub fn submit(findings: Value) -> Call {
     call("submit_findings", json!({ "findings": findings }))
 }

@@ -1,5 +1,5 @@
 //! A real llama.cpp server (`llama-server`) with a real small model on 127.0.0.1, for the
-//! local-model tests (DESIGN.md §15). `scripts/test` builds the server from llama.cpp's
+//! local-model tests (docs/design.md §15). `scripts/test` builds the server from llama.cpp's
 //! source and fetches the model once per machine (cached under `~/.cache/warden`, keyed by
 //! the versions pinned here) and exports `WARDEN_LLAMA_SERVER_BIN` and
 //! `WARDEN_LLAMA_MODEL`. Without them the tests fail and say how to get them: they never
