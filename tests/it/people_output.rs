@@ -2,7 +2,8 @@
 //! format, a Markdown verdict whose icon follows the exit code and that lists the files
 //! skipped before review, and the JSON documents of `plan` and `skills` versioned. The
 //! report cases run on the shared fixture (built through `report::build`); the commands
-//! through the real binary.
+//! through the real binary, one of them in a pseudo-terminal of 80 columns (the live
+//! progress bar draws only on a terminal).
 
 use crate::report_formats::fixture;
 use crate::support::Repo;
@@ -320,4 +321,128 @@ fn progress_plan_and_errors_fit_80_columns() {
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("--trust-head-config"), "{err}");
     fits("error", &err);
+}
+
+/// Runs warden with `args` in `dir` with stdout and stderr on a pseudo-terminal of `cols`
+/// columns (as in a person's terminal: progress draws live bars there, not plain lines).
+/// Returns the exit code and everything the terminal received.
+fn in_a_terminal(dir: &std::path::Path, args: &[&str], cols: u16) -> (i32, String) {
+    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+    use std::time::{Duration, Instant};
+    let size = libc::winsize {
+        ws_row: 24,
+        ws_col: cols,
+        ws_xpixel: 0,
+        ws_ypixel: 0,
+    };
+    let (mut master, mut slave) = (-1, -1);
+    // SAFETY: out-pointers to two ints and a winsize that outlive the call.
+    let rc = unsafe {
+        libc::openpty(
+            &mut master,
+            &mut slave,
+            std::ptr::null_mut(),
+            std::ptr::null(),
+            &size,
+        )
+    };
+    assert_eq!(rc, 0, "openpty: {}", std::io::Error::last_os_error());
+    // SAFETY: two new descriptors that nothing else owns. Close-on-exec: the processes
+    // other tests spawn meanwhile must not keep this terminal open.
+    let (master, slave) = unsafe { (OwnedFd::from_raw_fd(master), OwnedFd::from_raw_fd(slave)) };
+    for fd in [&master, &slave] {
+        assert_ne!(
+            unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_SETFD, libc::FD_CLOEXEC) },
+            -1
+        );
+    }
+    let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("warden"));
+    for var in ["NO_COLOR", "COLUMNS", "LINES", "CI", "GITHUB_STEP_SUMMARY"] {
+        cmd.env_remove(var);
+    }
+    cmd.args(args)
+        .current_dir(dir)
+        .env_remove("WARDEN_REDIS_URL")
+        .env("TERM", "xterm-256color")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("WARDEN_CACHE_DIR", crate::support::fresh_cache_dir())
+        .stdin(std::process::Stdio::null())
+        .stdout(slave.try_clone().unwrap())
+        .stderr(slave);
+    let mut child = cmd.spawn().unwrap();
+    // The parent's copies of the terminal's far side go: the child holds the only ones.
+    drop(cmd);
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let mut seen = Vec::new();
+    let mut buf = [0u8; 4096];
+    let mut exited = None;
+    loop {
+        let mut pfd = libc::pollfd {
+            fd: master.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // Once the child is gone, only what the terminal still holds is read.
+        let wait = if exited.is_some() { 0 } else { 100 };
+        // SAFETY: one pollfd that lives through the call.
+        let ready = unsafe { libc::poll(&mut pfd, 1, wait) };
+        if ready > 0 {
+            // SAFETY: reads into a buffer of the length given.
+            let n = unsafe { libc::read(master.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
+            if n > 0 {
+                seen.extend_from_slice(&buf[..n as usize]);
+                continue;
+            }
+            // 0 or EIO: every copy of the far side is closed.
+        }
+        if exited.is_some() || ready > 0 {
+            break;
+        }
+        exited = child.try_wait().unwrap();
+        if exited.is_none() && Instant::now() > deadline {
+            child.kill().unwrap();
+            panic!(
+                "warden {args:?} ran past 120 s in a terminal: {}",
+                String::from_utf8_lossy(&seen)
+            );
+        }
+    }
+    let status = match exited {
+        Some(s) => s,
+        None => child.wait().unwrap(),
+    };
+    (
+        status.code().unwrap(),
+        String::from_utf8_lossy(&seen).into_owned(),
+    )
+}
+
+/// In a real 80-column terminal (a pseudo-terminal, COLUMNS unset: the width comes from
+/// the terminal), nothing warden draws is wider than the terminal: not the live progress
+/// bar at any refresh, not the report. A line one column too wide wraps, and every redraw
+/// of the bar would then scroll instead of replacing the line.
+#[test]
+fn a_review_in_an_80_column_terminal_draws_no_line_wider_than_80() {
+    let r = Repo::new();
+    r.write("src/lib.rs", "pub fn a() {}\n").commit_all("base");
+    r.git(&["checkout", "-q", "-b", "feat"]);
+    r.write(
+        "src/db.rs",
+        "fn q(id: &str) { run(\"SELECT * FROM t WHERE id=\" + id).unwrap(); }\n",
+    )
+    .commit_all("change");
+    let (code, seen) = in_a_terminal(r.path(), &["review", "--sim"], 80);
+    let text = console::strip_ansi_codes(&seen);
+    assert_eq!(code, 1, "the SQL built by concatenation is high: {text}");
+    assert!(text.contains("Review complete"), "{text}");
+    assert!(
+        text.contains("/2 units  (0 reviewed") && text.contains("2/2 units  (2 reviewed"),
+        "the live bar was drawn and redrawn: {text:?}"
+    );
+    // What a terminal shows: each piece between carriage returns and newlines is a line
+    // drawn from the first column (the bar's redraws are `\r` + clear line).
+    for line in text.split(['\r', '\n']) {
+        let w = console::measure_text_width(line);
+        assert!(w <= 80, "{w} columns in an 80-column terminal: {line:?}");
+    }
 }
