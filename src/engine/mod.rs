@@ -14,6 +14,7 @@ mod context;
 pub mod cost;
 mod cut;
 mod dead;
+mod depth;
 pub mod events;
 mod idle;
 pub mod limit;
@@ -179,7 +180,7 @@ pub(crate) struct Shared<'a> {
     /// Attempts in flight in this pass.
     in_flight: AtomicUsize,
     /// The depth rule of tool loops: each unit's share of the slot time left.
-    depth: turns::Depth,
+    depth: depth::Depth,
 }
 
 impl Shared<'_> {
@@ -357,7 +358,7 @@ impl Engine {
             shedder: Shedder { hunk_budget },
             start,
             review_deadline,
-            depth: turns::Depth::new(
+            depth: depth::Depth::new(
                 slots,
                 units.len(),
                 review_deadline,

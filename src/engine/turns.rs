@@ -21,7 +21,6 @@ use crate::tools::{Halt, LoopPlan, Tool, ToolAnswer, Toolbox};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
-use std::time::Duration;
 use tokio::time::Instant;
 
 /// Consecutive repeats of one call after which the next turn is the final one: a model
@@ -136,7 +135,14 @@ impl LoopState {
     /// the calls or bytes spent, a model repeating itself, less than one request deadline
     /// left in the unit's or the review's budget, or the budget's share for this unit
     /// (the depth rule) too small for another tool turn and the final one.
-    pub(super) fn before_request(&mut self, sh: &Shared, hunk_end: Instant, now: Instant) {
+    /// `route`: the route whose permit the request holds (it prices the turns).
+    pub(super) fn before_request(
+        &mut self,
+        sh: &Shared,
+        route: usize,
+        hunk_end: Instant,
+        now: Instant,
+    ) {
         if self.final_turn || self.single_shot() {
             return;
         }
@@ -153,7 +159,7 @@ impl LoopState {
         let short = left < sh.exec.request_timeout.saturating_mul(2);
         let last = used + 1 >= self.figures.turns_allowed;
         // Checked only when nothing else ends the tool turns (it reads shared figures).
-        let shed = !(last || spent || short || sh.depth.affords_tool_turn());
+        let shed = !(last || spent || short || sh.depth.affords_tool_turn(route));
         if !(last || spent || short || shed) {
             return;
         }
@@ -504,119 +510,4 @@ fn canonical(arguments: &str) -> String {
     serde_json::from_str::<serde_json::Value>(arguments)
         .map(|v| v.to_string())
         .unwrap_or_else(|_| arguments.to_string())
-}
-
-/// The depth rule (§14 with §4.9): tool turns are optional work. A unit may take another
-/// tool turn only when its share of the slot time left (slot time ÷ units not finished)
-/// covers that turn and the final one at what a turn costs; units that finish early leave
-/// their share to the rest. A turn costs the slot time of every attempt so far (failed,
-/// timed out and bounced ones too: they held a permit) over the turns answered; before any
-/// turn is answered, the request deadline (depth comes from observed latency: a guess
-/// below it let the first units of a slow route take tool turns they could not afford).
-/// So when the budget cannot cover every unit once, tool turns go first, down to
-/// single-shot reviews.
-#[derive(Debug)]
-pub(super) struct Depth {
-    /// Permits of every route: slots per second of budget.
-    slots: u32,
-    review_deadline: Instant,
-    /// The request deadline: a turn's cost before any was answered.
-    request_timeout: Duration,
-    units_open: std::sync::atomic::AtomicUsize,
-    /// Milliseconds every attempt held a slot, and the turns answered.
-    observed: std::sync::Mutex<(u64, u64)>,
-}
-
-impl Depth {
-    pub(super) fn new(
-        slots: usize,
-        units: usize,
-        review_deadline: Instant,
-        request_timeout: Duration,
-    ) -> Self {
-        Depth {
-            slots: slots.max(1) as u32,
-            review_deadline,
-            request_timeout,
-            units_open: units.into(),
-            observed: Default::default(),
-        }
-    }
-
-    /// A unit ended (its share goes to the others).
-    pub(super) fn unit_finished(&self) {
-        let _ = self.units_open.fetch_update(
-            std::sync::atomic::Ordering::SeqCst,
-            std::sync::atomic::Ordering::SeqCst,
-            |n| Some(n.saturating_sub(1)),
-        );
-    }
-
-    /// An attempt held a slot for `d`; `answered`: it was an answered turn.
-    pub(super) fn observe(&self, d: Duration, answered: bool) {
-        let mut o = self.observed.lock().expect("depth lock");
-        o.0 += d.as_millis() as u64;
-        o.1 += u64::from(answered);
-    }
-
-    /// What an answered turn costs in slot time, so far.
-    fn turn_cost(&self) -> Duration {
-        let (spent_ms, answered) = *self.observed.lock().expect("depth lock");
-        let spent = Duration::from_millis(spent_ms);
-        if answered == 0 {
-            // Nothing observed yet: a turn may take its whole request deadline.
-            return self.request_timeout.max(spent);
-        }
-        spent / answered.min(u64::from(u32::MAX)) as u32
-    }
-
-    /// Whether a unit's share of what is left covers two more turns (a tool turn and the
-    /// final one).
-    pub(super) fn affords_tool_turn(&self) -> bool {
-        let turn = self.turn_cost();
-        let left = self
-            .review_deadline
-            .saturating_duration_since(Instant::now());
-        let open = self
-            .units_open
-            .load(std::sync::atomic::Ordering::SeqCst)
-            .max(1) as u32;
-        let share = left.saturating_mul(self.slots) / open;
-        share >= turn.saturating_mul(2)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::Depth;
-    use std::time::Duration;
-    use tokio::time::Instant;
-
-    const S: fn(u64) -> Duration = Duration::from_secs;
-
-    /// The headline at 60x: 8 permits, 60 units, 15 s, a 2 s request deadline.
-    #[tokio::test(start_paused = true)]
-    async fn depth_comes_from_observed_turns_and_the_budget_left() {
-        let d = Depth::new(8, 60, Instant::now() + S(15), S(2));
-        // Nothing observed: a turn may take the whole deadline; 2 s a unit covers no
-        // tool turn and its final one (4 s).
-        assert!(!d.affords_tool_turn());
-        // Fast turns observed (300 ms): 2 s a unit covers two.
-        for _ in 0..10 {
-            d.observe(Duration::from_millis(300), true);
-        }
-        assert!(d.affords_tool_turn());
-        // Slow and failed attempts count their slot time too: 1.5 s a turn.
-        for _ in 0..10 {
-            d.observe(Duration::from_millis(2700), true);
-        }
-        assert!(!d.affords_tool_turn());
-        // Units that end leave their share; and the share shrinks as time passes.
-        for _ in 0..55 {
-            d.unit_finished();
-        }
-        assert!(d.affords_tool_turn(), "5 units share 24 s");
-        tokio::time::advance(S(14)).await;
-        assert!(!d.affords_tool_turn(), "1 s left: 1.6 s a unit");
-    }
 }

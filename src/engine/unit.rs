@@ -83,13 +83,13 @@ pub(super) async fn life(
             .get_or_insert_with(|| deadline_after(now, sh.exec.hunk_budget));
         // Section 14: a tool loop's turn may be its final one (tools off, submit forced).
         if let Some(l) = &mut u.looping {
-            l.before_request(sh, hunk_end, now);
+            l.before_request(sh, slot.route, hunk_end, now);
         }
         // Rules 1 and 3: one request under nested deadlines, cancelled with the review.
         let route = slot.route;
         let (record, extracted, cut) = attempt(sh, &mut u, slot, now, hunk_end).await;
         sh.depth
-            .observe(record.duration, record.outcome == Outcome::Ok);
+            .observe(route, record.duration, record.outcome == Outcome::Ok);
         if record.outcome == Outcome::Ok {
             if let Some(l) = &mut u.looping {
                 l.answered();
