@@ -114,7 +114,11 @@ fn a_provider_serving_four_at_once_is_reviewed_whole_with_few_429s() {
         "{}",
         report["routes"]
     );
-    assert!(fake.max_in_flight() <= 5, "{}", fake.max_in_flight());
+    // Slow start (docs/design.md section 13) adds a permit per answer until the first
+    // back-pressure: one round trip can at most double the starting limit of 4 before a
+    // 429 comes back. (The bound was 5 while the fake counted a request in flight only
+    // after admitting it, so two arriving together could both take its last slot.)
+    assert!(fake.max_in_flight() <= 8, "{}", fake.max_in_flight());
 }
 
 #[test]

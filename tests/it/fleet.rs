@@ -8,9 +8,11 @@ use crate::support::warden;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 
-/// Five changed files; the primary answers one high finding per unit.
+/// Five changed files; the primary answers one high finding per unit, and reports its
+/// cost as a gateway does (OpenAI itself sends none), so shard costs can be added up.
 fn session() -> Session {
     let s = Session::new(5);
+    s.fake.report_cost(0.0012);
     s.fake.script(
         "primary",
         vec![Behavior::Answer(findings_answer(json!([finding(

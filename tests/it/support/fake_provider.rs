@@ -280,10 +280,8 @@ fn admit(st: &mut State, now: Instant) -> (bool, Vec<(String, String)>) {
 struct InFlight(Arc<Mutex<State>>);
 
 impl InFlight {
-    fn start(state: &Arc<Mutex<State>>) -> InFlight {
-        let mut st = state.lock().unwrap();
-        st.in_flight += 1;
-        st.max_in_flight = st.max_in_flight.max(st.in_flight);
+    /// Takes over a request already counted (at its admission).
+    fn counted(state: &Arc<Mutex<State>>) -> InFlight {
         InFlight(state.clone())
     }
 }
@@ -555,6 +553,10 @@ async fn handle(
     let (index, served, mut capacity_headers) = {
         let mut st = state.lock().unwrap();
         let (served, headers) = admit(&mut st, Instant::now());
+        // Counted in flight under the same lock as the admission, as a server counts its
+        // slots: two requests arriving together cannot both take the last one.
+        st.in_flight += 1;
+        st.max_in_flight = st.max_in_flight.max(st.in_flight);
         st.log.push(Record {
             at: Instant::now(),
             path: req.path.clone(),
@@ -598,7 +600,7 @@ async fn handle(
     };
     let mut extra = state.lock().unwrap().answer_headers.clone();
     extra.append(&mut capacity_headers);
-    let _in_flight = InFlight::start(&state);
+    let _in_flight = InFlight::counted(&state);
     let hangup = async {
         let mut b = [0u8; 64];
         loop {
