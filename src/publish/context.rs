@@ -100,12 +100,7 @@ pub fn github(
         .clone()
         .or_else(|| event.as_ref().and_then(|e| e.1.clone()))
         .ok_or_else(|| usage("no head sha: the event names none; give --head SHA"))?;
-    if head.len() < 7 || head.len() > 64 || !head.chars().all(|c| c.is_ascii_hexdigit()) {
-        return Err(usage(&format!(
-            "--head: `{}` is not a commit sha",
-            crate::text::escape::inline(&head)
-        )));
-    }
+    check_sha(&head)?;
     let api = flags
         .api_url
         .clone()
@@ -181,12 +176,7 @@ pub fn gitlab(
         .or_else(|| var("CI_MERGE_REQUEST_SOURCE_BRANCH_SHA"))
         .or_else(|| var("CI_COMMIT_SHA"))
         .ok_or_else(|| usage("no head sha: set CI_COMMIT_SHA or give --head SHA"))?;
-    if head.len() < 7 || head.len() > 64 || !head.chars().all(|c| c.is_ascii_hexdigit()) {
-        return Err(usage(&format!(
-            "--head: `{}` is not a commit sha",
-            crate::text::escape::inline(&head)
-        )));
-    }
+    check_sha(&head)?;
     let api = flags
         .api_url
         .clone()
@@ -204,6 +194,17 @@ pub fn gitlab(
         web_url: var("CI_PROJECT_URL").map(|u| u.trim_end_matches('/').to_string()),
         project,
     })
+}
+
+/// A head sha as the forges write it (7 to 64 hex digits); anything else is refused by name.
+fn check_sha(head: &str) -> Result<(), Error> {
+    if head.len() < 7 || head.len() > 64 || !head.chars().all(|c| c.is_ascii_hexdigit()) {
+        return Err(usage(&format!(
+            "--head: `{}` is not a commit sha",
+            crate::text::escape::inline(head)
+        )));
+    }
+    Ok(())
 }
 
 fn usage(msg: &str) -> Error {

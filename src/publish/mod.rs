@@ -53,6 +53,20 @@ pub struct Outcome {
     pub waited: Duration,
 }
 
+/// The outcome when no HTTP client could be built: one failure, named, nothing sent.
+fn no_client(mut out: Published, e: &str) -> Outcome {
+    out.failed += 1;
+    out.notes.push(format!(
+        "no HTTP client: {}",
+        crate::text::escape::inline(e)
+    ));
+    Outcome {
+        published: out,
+        requests: 0,
+        waited: Duration::ZERO,
+    }
+}
+
 /// Publishes to GitHub.
 pub async fn github(req: Request) -> Outcome {
     let mut out = Published {
@@ -67,18 +81,7 @@ pub async fn github(req: Request) -> Outcome {
         req.budget,
     ) {
         Ok(a) => a,
-        Err(e) => {
-            out.failed += 1;
-            out.notes.push(format!(
-                "no HTTP client: {}",
-                crate::text::escape::inline(&e)
-            ));
-            return Outcome {
-                published: out,
-                requests: 0,
-                waited: Duration::ZERO,
-            };
-        }
+        Err(e) => return no_client(out, &e),
     };
     let mut gh = Github::new(api, &req.ctx);
     if let Err(e) = run(&mut gh, &req, &mut out).await {
@@ -375,18 +378,7 @@ pub async fn gitlab(req: Request) -> Outcome {
     let token = req.token.clone();
     let mut api = match Api::new(&req.ctx.api_url, token, "PRIVATE-TOKEN", req.budget) {
         Ok(a) => a,
-        Err(e) => {
-            out.failed += 1;
-            out.notes.push(format!(
-                "no HTTP client: {}",
-                crate::text::escape::inline(&e)
-            ));
-            return Outcome {
-                published: out,
-                requests: 0,
-                waited: Duration::ZERO,
-            };
-        }
+        Err(e) => return no_client(out, &e),
     };
     if let Err(e) = gitlab::run(&mut api, &req, &mut out).await {
         out.failed += 1;
