@@ -27,6 +27,7 @@ pub mod outputs;
 pub mod path_rules;
 pub mod plan;
 pub mod prepare;
+pub mod progress;
 pub mod prompt;
 pub mod provider;
 pub mod publish;

@@ -8,7 +8,7 @@ use std::path::Path;
 use warden::cli::{EvalArgs, EvalFormat};
 use warden::error::{Error, Result};
 use warden::eval::{self, EvalReport, Options, history};
-use warden::report::progress::Mode;
+use warden::progress::Mode;
 use warden::text::escape;
 
 pub(super) fn eval_cmd(args: &EvalArgs) -> Result<i32> {

@@ -3,7 +3,7 @@
 //! case reviews, not units: a case's own review shows no progress of its own here.
 
 use super::outcome::{CaseRun, State};
-use crate::report::progress::Mode;
+use crate::progress::Mode;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 

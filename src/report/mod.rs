@@ -14,8 +14,6 @@ mod load;
 pub mod markdown;
 mod merge;
 mod metrics;
-pub mod progress;
-mod progress_waits;
 pub mod published;
 pub mod rdjson;
 mod redact;

@@ -3,13 +3,15 @@
 //! With -v, retries, failovers, breaker changes and units that were not reviewed are
 //! printed as they happen.
 
-use super::progress_waits::Waits;
+mod waits;
+
 use crate::engine::{BreakerState, Event, Pass, Sink, UnitStatus};
 use crate::text::escape;
 use console::style;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use waits::Waits;
 
 /// How progress is shown.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
