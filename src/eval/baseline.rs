@@ -2,54 +2,13 @@
 //! overall and per skill × route, so "model A vs B", "tools on vs off" or "verification
 //! on vs off" is one evaluation each and a comparison.
 
+use super::comparison::{Change, Comparison, GroupChange};
 use super::metrics::Metrics;
 use super::report::{EvalReport, Group};
 use crate::error::{Error, Result};
 use crate::text::escape;
-use serde::{Deserialize, Serialize};
 use std::fmt::Write;
 use std::path::Path;
-
-/// One figure before and now.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Change {
-    /// The figure (as the JSON report names it).
-    pub metric: String,
-    /// In the baseline.
-    pub before: Option<f64>,
-    /// Now.
-    pub after: Option<f64>,
-    /// after − before, when both are present.
-    pub change: Option<f64>,
-}
-
-/// A skill × route row's changes (a row in only one of the two reports has its figures
-/// on one side).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct GroupChange {
-    /// The skill.
-    pub skill: String,
-    /// The route.
-    pub route: Option<String>,
-    /// Its figures' changes.
-    pub changes: Vec<Change>,
-}
-
-/// The comparison.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Comparison {
-    /// The baseline file.
-    pub file: String,
-    /// The baseline's routes (what was compared against).
-    pub routes: Vec<String>,
-    /// Overall figures.
-    pub overall: Vec<Change>,
-    /// Per skill × route.
-    pub groups: Vec<GroupChange>,
-}
 
 const MAX_BASELINE_BYTES: u64 = 256 * 1024 * 1024;
 

@@ -9,11 +9,12 @@
 //! folders (`folders.rs`), the repository's own fix commits reversed (`history.rs`).
 //! Running: `run.rs`; matching: `matching.rs` and `score.rs`; figures: `metrics.rs`,
 //! `aggregate.rs`; the judge: `judge.rs`; outputs: `report.rs`, `render.rs`,
-//! `baseline.rs`, `progress.rs`.
+//! `baseline.rs` (the data in `comparison.rs`), `progress.rs`.
 
 mod aggregate;
 pub mod baseline;
 pub mod case;
+pub mod comparison;
 pub mod folders;
 pub mod history;
 mod hunks;

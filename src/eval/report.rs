@@ -43,7 +43,7 @@ pub struct EvalReport {
     pub finished: Finished,
     /// `--baseline FILE`: each figure's change against an earlier evaluation.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub baseline: Option<super::baseline::Comparison>,
+    pub baseline: Option<super::comparison::Comparison>,
     /// Every case review that ran reviewed nothing for a setup failure (a bad key, an
     /// unknown model): the message, and `warden eval` exits 2 as `warden review` does.
     #[serde(skip)]

@@ -40,7 +40,7 @@
 //! member's load and the members read. When the fleet is off (the first failure, one
 //! warning), this is the bulkhead under it and nothing more.
 
-use super::pace_lease::{self, Lease, LeaseKeys};
+use super::pace_lease::{self, Lease, LeaseKeys, SHARE_TTL};
 use super::{Fleet, Upstream, ms};
 use crate::engine::bulkhead::{Bulkhead, Permit};
 use crate::engine::limit::{BACKOFF, LimitReason};
@@ -52,10 +52,6 @@ use std::time::Duration;
 
 static PUBLISH: LazyLock<redis::Script> =
     LazyLock::new(|| redis::Script::new(include_str!("lua/pace_publish.lua")));
-
-/// How long a fleet total lowered by back-pressure holds the fleet: long enough for the
-/// processes to meet it, short enough that a provider that recovered is used again.
-pub const SHARE_TTL: Duration = Duration::from_secs(10);
 
 /// How long a process's load report counts without a new one: as long as a total holds.
 pub const LOAD_TTL: Duration = SHARE_TTL;

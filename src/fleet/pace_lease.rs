@@ -14,7 +14,6 @@
 //! would hold until it ran out and then every process would come back at its own limit at
 //! once (measured: a burst of 429 every [`SHARE_TTL`]).
 
-use super::pace::SHARE_TTL;
 use super::{Fleet, ms};
 use crate::engine::limit::PROBE_AFTER;
 use std::sync::LazyLock;
@@ -25,6 +24,10 @@ static TAKE: LazyLock<redis::Script> =
     LazyLock::new(|| redis::Script::new(include_str!("lua/pace_lease.lua")));
 static RENEW: LazyLock<redis::Script> =
     LazyLock::new(|| redis::Script::new(include_str!("lua/permit_renew.lua")));
+
+/// How long a fleet total lowered by back-pressure holds the fleet: long enough for the
+/// processes to meet it, short enough that a provider that recovered is used again.
+pub const SHARE_TTL: Duration = Duration::from_secs(10);
 
 /// How long a lease lives without renewal (renewed every third of it): short, since a
 /// lease a dead process leaves holds part of a total that may be 1 or 2.

@@ -1,12 +1,12 @@
 //! Anthropic Messages.
 
 use super::attempt::{Outcome, Usage};
+use super::body_spec::BodySpec;
 use super::classify::Failure;
 use super::conversation::{
     CallParts, Conversation, ToolCall, ToolChoice, Turn, arguments_object, wire_id,
 };
 use super::http::{Answer, Decoder, Step};
-use super::request::BodySpec;
 use super::sse::SseItem;
 use serde_json::{Value, json};
 

@@ -2,10 +2,10 @@
 //! mid-loop sends it to the other protocol), and both decoders on all four answer shapes.
 
 use super::anthropic::{self, AnthropicDecoder};
+use super::body_spec::BodySpec;
 use super::conversation::*;
 use super::http::{Answer, Decoder, Step};
 use super::openai::{self, OpenAiDecoder};
-use super::request::BodySpec;
 use super::sse::SseReader;
 use crate::prompt::Prompt;
 use serde_json::{Value, json};

@@ -6,6 +6,7 @@ mod answered;
 mod anthropic;
 pub mod attempt;
 mod body;
+mod body_spec;
 pub mod classify;
 pub mod conversation;
 #[cfg(test)]

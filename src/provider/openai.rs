@@ -1,12 +1,12 @@
 //! OpenAI Chat Completions (also OpenRouter, LiteLLM, vLLM, Ollama via `baseUrl`).
 
 use super::attempt::{Outcome, Usage};
+use super::body_spec::BodySpec;
 use super::classify::Failure;
 use super::conversation::{
     CallParts, Conversation, SUBMIT_FINDINGS, ToolCall, ToolChoice, ToolSpec, Turn, wire_id,
 };
 use super::http::{Answer, Decoder, Step};
-use super::request::BodySpec;
 use super::sse::SseItem;
 use serde_json::{Value, json};
 

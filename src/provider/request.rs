@@ -9,27 +9,12 @@
 //! a skill (the system block, then tool definitions), so that providers' prefix caches
 //! hit; Anthropic gets explicit cache breakpoints on it.
 
+use super::body_spec::BodySpec;
 use super::conversation::{Conversation, SUBMIT_FINDINGS, ToolChoice, ToolSpec};
 use super::param_fix::Adjustments;
 use super::{AttemptRequest, anthropic, openai};
 use crate::config::{ProviderKind, Route, StructuredOutput};
-use crate::prompt::Prompt;
 use serde_json::{Value, json};
-
-/// The protocol-neutral parts of one request.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct BodySpec<'a> {
-    /// The model asked for.
-    pub model: &'a str,
-    /// The two messages (the shared system block first).
-    pub prompt: &'a Prompt,
-    /// Tools and the transcript after the prompt; `None` is a single-shot review.
-    pub conversation: Option<&'a Conversation>,
-    /// Server-sent events.
-    pub stream: bool,
-    /// The output cap of this attempt (the route's `maxTokens` unless the engine set one).
-    pub max_tokens: u32,
-}
 
 /// Whether `model` is one of OpenAI's reasoning families (o1, o3, o4-mini, ..., gpt-5*),
 /// also behind a gateway's prefix (`openai/o4-mini`, `azure/gpt-5.4`).
@@ -135,6 +120,7 @@ fn openai_family(route: &Route, body: &mut Value) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::prompt::Prompt;
     use crate::provider::Limits;
     use std::time::Duration;
 

@@ -584,3 +584,7 @@ mod tests {
         assert_eq!(e.findings[0].line, 18);
     }
 }
+
+#[cfg(test)]
+#[path = "sim_played_tests.rs"]
+mod played;

@@ -7,10 +7,13 @@
 //! back-pressure (`chrome_load.rs`). An event consumer: it records the engine's events as they arrive and
 //! lays them out when the review is over.
 
+#[path = "chrome_event.rs"]
+mod event;
 #[path = "chrome_load.rs"]
 mod load;
 
 use crate::engine::{Event, Pass, UnitStatus};
+use event::{instant, meta, ms, slice};
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Mutex;
@@ -51,38 +54,6 @@ impl Recorder {
         let log = self.log.lock().map(|l| l.clone()).unwrap_or_default();
         render(&log, now)
     }
-}
-
-fn us(d: Duration) -> u64 {
-    d.as_micros() as u64
-}
-
-fn ms(d: Duration) -> u64 {
-    d.as_millis() as u64
-}
-
-fn meta(pid: u64, tid: Option<u64>, what: &str, name: &str) -> Value {
-    let mut m = json!({"ph": "M", "pid": pid, "name": what, "args": {"name": name}});
-    if let Some(t) = tid {
-        m["tid"] = json!(t);
-    }
-    m
-}
-
-fn instant(name: String, ts: Duration, pid: u64, tid: u64, scope: &str, args: Value) -> Value {
-    json!({"name": name, "cat": "event", "ph": "i", "s": scope, "ts": us(ts), "pid": pid, "tid": tid, "args": args})
-}
-
-fn slice(
-    name: String,
-    cat: &str,
-    start: Duration,
-    end: Duration,
-    pid: u64,
-    tid: u64,
-    args: Value,
-) -> Value {
-    json!({"name": name, "cat": cat, "ph": "X", "ts": us(start), "dur": us(end.saturating_sub(start)), "pid": pid, "tid": tid, "args": args})
 }
 
 /// Route slots: an attempt takes the lowest slot of its route free when it starts.

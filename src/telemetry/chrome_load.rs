@@ -2,7 +2,7 @@
 //! (`limit`, with its ceiling), its pauses (a Retry-After or its rate-limit headers) as
 //! slices on a `paused` track, and each answer of back-pressure as an instant.
 
-use super::{instant, slice, us};
+use super::event::{instant, slice, us};
 use serde_json::{Value, json};
 use std::time::Duration;
 
