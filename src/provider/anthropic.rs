@@ -6,8 +6,8 @@ use super::classify::Failure;
 use super::conversation::{
     CallParts, Conversation, ToolCall, ToolChoice, Turn, arguments_object, wire_id,
 };
-use super::http::{Answer, Decoder, Step};
 use super::sse::SseItem;
+use super::wire::{Answer, Decoder, Step};
 use serde_json::{Value, json};
 
 pub(crate) const VERSION: &str = "2023-06-01";
@@ -310,7 +310,7 @@ impl Decoder for AnthropicDecoder {
     }
 
     fn body(&mut self, body: &[u8]) -> Result<Answer, Failure> {
-        let v = super::http::json_body(body)?;
+        let v = super::wire::json_body(body)?;
         if v.get("type").and_then(Value::as_str) == Some("error") {
             return Err(super::classify::error_in_answer(
                 v.get("error").unwrap_or(&v),

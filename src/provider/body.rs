@@ -6,8 +6,8 @@
 
 use super::attempt::Outcome;
 use super::classify::Failure;
-use super::http::{Answer, Clocks, Decoder, ResponseCaps, Step, body_cap_failure, root_cause};
 use super::sse::{SseCaps, SseItem, SseReader};
+use super::wire::{Answer, Clocks, Decoder, ResponseCaps, Step, body_cap_failure, root_cause};
 use tokio::time::{Instant, timeout_at};
 
 /// Bytes parsed between two yields to the runtime.

@@ -8,6 +8,10 @@ use reqwest::header::HeaderMap;
 use serde_json::Value;
 use std::time::{Duration, SystemTime};
 
+/// How much of a provider's text a reason may carry before redaction; the reason is cut
+/// shorter only after the key was redacted (see `secret::clean_reason`).
+pub(crate) const MESSAGE_CHARS: usize = 2000;
+
 /// A failed attempt, before it is stamped into a record.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Failure {
@@ -232,7 +236,7 @@ pub fn error_message(body: &[u8]) -> Option<String> {
 /// The message of a body that is not JSON: an HTML page's `<title>`, or the text with
 /// its whitespace folded; `None` when nothing readable is left.
 fn plain_message(body: &[u8]) -> Option<String> {
-    let text = String::from_utf8_lossy(&body[..body.len().min(4 * super::http::MESSAGE_CHARS)]);
+    let text = String::from_utf8_lossy(&body[..body.len().min(4 * MESSAGE_CHARS)]);
     let lower = text.to_ascii_lowercase();
     let picked = match (lower.find("<title>"), lower.find("</title>")) {
         (Some(a), Some(b)) if a + 7 <= b => &text[a + 7..b],
@@ -244,7 +248,7 @@ fn plain_message(body: &[u8]) -> Option<String> {
         .collect::<Vec<_>>()
         .join(" ")
         .chars()
-        .take(super::http::MESSAGE_CHARS)
+        .take(MESSAGE_CHARS)
         .collect();
     (!folded.is_empty()).then_some(folded)
 }
@@ -269,14 +273,14 @@ fn says_bad_key(lower_body: &str) -> bool {
 }
 
 /// The message of an error object (`{"message": …}`, or the error as a plain string),
-/// cut to [`super::http::MESSAGE_CHARS`]. Cut long, not short: the key is redacted before
+/// cut to [`MESSAGE_CHARS`]. Cut long, not short: the key is redacted before
 /// the reason is cut to its own length.
 pub(crate) fn provider_message(error: &Value) -> Option<String> {
     let msg = error
         .get("message")
         .and_then(Value::as_str)
         .or_else(|| error.as_str())?;
-    Some(msg.chars().take(super::http::MESSAGE_CHARS).collect())
+    Some(msg.chars().take(MESSAGE_CHARS).collect())
 }
 
 #[cfg(test)]
@@ -458,7 +462,7 @@ mod tests {
         let long = format!("{{\"error\":{{\"message\":\"{}\"}}}}", "x".repeat(5000));
         assert_eq!(
             m(&long).unwrap().len(),
-            crate::provider::http::MESSAGE_CHARS
+            crate::provider::classify::MESSAGE_CHARS
         );
     }
 

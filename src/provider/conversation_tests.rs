@@ -4,9 +4,9 @@
 use super::anthropic::{self, AnthropicDecoder};
 use super::body_spec::BodySpec;
 use super::conversation::*;
-use super::http::{Answer, Decoder, Step};
 use super::openai::{self, OpenAiDecoder};
 use super::sse::SseReader;
+use super::wire::{Answer, Decoder, Step};
 use crate::prompt::Prompt;
 use serde_json::{Value, json};
 

@@ -25,14 +25,15 @@ mod sim_tools;
 pub mod sse;
 pub(crate) mod tls;
 mod tools_off;
+pub(crate) mod wire;
 
 pub use attempt::{AttemptRecord, Correction, Outcome, Stage, Usage};
 pub use conversation::{
     Conversation, FinishReason, SUBMIT_FINDINGS, ToolCall, ToolChoice, ToolResult, ToolSpec, Turn,
     unique_ids,
 };
-pub use http::ResponseCaps;
 pub use ratelimit::{RateLimitInfo, Window};
+pub use wire::ResponseCaps;
 
 use crate::config::{ProviderKind, Route, Settings};
 use crate::error::Result;
@@ -282,7 +283,7 @@ impl HttpProvider {
         let sent = self.tools_off.request(req);
         let req = sent.as_ref();
         let offered = tools_off::offered(req);
-        let mut decoder: Box<dyn http::Decoder> = if self.route.provider == ProviderKind::Anthropic
+        let mut decoder: Box<dyn wire::Decoder> = if self.route.provider == ProviderKind::Anthropic
         {
             Box::<anthropic::AnthropicDecoder>::default()
         } else {

@@ -6,8 +6,8 @@ use super::classify::Failure;
 use super::conversation::{
     CallParts, Conversation, SUBMIT_FINDINGS, ToolCall, ToolChoice, ToolSpec, Turn, wire_id,
 };
-use super::http::{Answer, Decoder, Step};
 use super::sse::SseItem;
+use super::wire::{Answer, Decoder, Step};
 use serde_json::{Value, json};
 
 pub(crate) fn body(spec: &BodySpec) -> Value {
@@ -238,7 +238,7 @@ impl Decoder for OpenAiDecoder {
     }
 
     fn body(&mut self, body: &[u8]) -> Result<Answer, Failure> {
-        let v = super::http::json_body(body)?;
+        let v = super::wire::json_body(body)?;
         if let Some(msg) = error_in(&v) {
             return Err(super::classify::error_in_answer(
                 &v["error"],

@@ -94,7 +94,7 @@ pub(crate) fn client(
     if crate::config::url::is_loopback_str(base) {
         builder = builder.no_proxy();
     }
-    builder.build().map_err(|e| super::http::root_cause(&e))
+    builder.build().map_err(|e| super::wire::root_cause(&e))
 }
 
 /// A client for a forge's API at `base` (`warden publish`): the shared roots, no redirect
@@ -118,7 +118,7 @@ pub(crate) fn api_client(base: &str, connect_timeout: Duration) -> Result<reqwes
     if crate::config::url::is_loopback_str(base) {
         builder = builder.no_proxy();
     }
-    builder.build().map_err(|e| super::http::root_cause(&e))
+    builder.build().map_err(|e| super::wire::root_cause(&e))
 }
 
 /// The certificate problem inside a failed request, if that is what it was.

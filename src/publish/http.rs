@@ -126,7 +126,7 @@ impl Api {
                 .send()
                 .await
                 .map_err(|e| {
-                    ApiError::Transport(self.clean(&crate::provider::http::root_cause(&e)))
+                    ApiError::Transport(self.clean(&crate::provider::wire::root_cause(&e)))
                 })?;
             let status = resp.status();
             let headers = resp.headers().clone();
@@ -300,7 +300,7 @@ async fn read_capped(resp: reqwest::Response) -> Result<Vec<u8>, String> {
     let mut out = Vec::new();
     let mut stream = resp.bytes_stream();
     while let Some(chunk) = stream.next().await {
-        let chunk = chunk.map_err(|e| crate::provider::http::root_cause(&e))?;
+        let chunk = chunk.map_err(|e| crate::provider::wire::root_cause(&e))?;
         if out.len() + chunk.len() > MAX_BODY {
             return Err(format!("the answer is over {MAX_BODY} bytes"));
         }
