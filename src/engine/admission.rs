@@ -1,19 +1,22 @@
 //! A unit's way to its next attempt (docs/design.md rules 2 and 6–8): the route that admits
 //! calls, its permit (or the first free one under spillover), the cost budget's
-//! reservation, and the waits for a permit or a reopening breaker, all within the unit's
-//! deadlines. `unit.rs` makes the attempt this gives it.
+//! reservation, and the waits for a permit or a reopening breaker (`waits.rs`), all within
+//! the unit's deadlines. `unit.rs` makes the attempt this gives it (a [`Slot`]).
 
 use super::Shared;
-use super::breaker::{Admission, BreakerState};
+use super::breaker::{Admission, BreakerState, Transition};
+use super::breakers::Hold;
 use super::bulkhead::{AnyWaited, Permit, Wake, wait_for_any_permit};
 use super::clock::deadline_after;
 use super::cost::{Refusal, Reservation};
+use super::ends::not_started;
 use super::events::{AttemptReason, Event};
 use super::outcome::UnitStatus;
-use super::pacing::{PauseReason, Paused};
+use super::pacing::Paused;
 use super::retry::Stop;
 use super::route_picker::{OrderInput, Pick};
-use super::unit::{Slot, UnitRun, all_open, announce, not_started};
+use super::unit_state::UnitRun;
+use super::waits::{paused_instead, wait_for_reopen, wait_for_resume};
 use super::windows::SharedTake;
 use std::time::Duration;
 use tokio::time::{Instant, sleep_until};
@@ -100,6 +103,18 @@ pub(super) async fn acquire(sh: &Shared<'_>, u: &mut UnitRun<'_>) -> Result<Slot
             Admitted::CostInFlight => wait_for_settlement(sh, until).await,
         }
     }
+}
+
+/// A route chosen for the next attempt, with its permit held.
+pub(super) struct Slot {
+    pub(super) route: usize,
+    pub(super) permit: Permit,
+    /// What the breakers reserved for it (given back with its outcome).
+    pub(super) hold: Hold,
+    pub(super) breaker: BreakerState,
+    pub(super) reason: AttemptReason,
+    /// The attempt's share of the cost budget, settled with its real cost.
+    pub(super) reservation: Reservation,
 }
 
 /// What [`admit`] decided.
@@ -194,6 +209,18 @@ pub(super) fn announce_pause(sh: &Shared, route: usize, p: Paused) {
         until: p.until.saturating_duration_since(sh.start),
         reason: p.reason,
         at: now.saturating_duration_since(sh.start),
+    });
+    sh.engine.changed.notify_waiters();
+}
+
+/// Tells the event stream about a breaker transition, and wakes the units waiting for a
+/// route (they choose again).
+pub(super) fn announce(sh: &Shared, route: &str, t: Transition) {
+    sh.sink.emit(Event::Breaker {
+        route: route.to_string(),
+        from: t.from,
+        to: t.to,
+        reason: t.reason,
     });
     sh.engine.changed.notify_waiters();
 }
@@ -345,225 +372,6 @@ async fn reason_for(
     }
     let after = l.reason.clone();
     Ok(Some(AttemptReason::Retry { after }))
-}
-
-/// Rule 6 with section 13: the route that just failed the unit is retried only if no
-/// other route admits calls, and a route paused by back-pressure is only "not now". So
-/// when the pick falls back to the failed route while another allowed route is merely
-/// paused, and its pause fits the unit's budget (rule 6's half-budget rule), the unit
-/// waits for that one instead. The soonest such pause's end, if any.
-fn paused_instead(
-    sh: &Shared,
-    u: &UnitRun,
-    route: usize,
-    allowed: &[usize],
-    now: Instant,
-    until: Instant,
-) -> Option<Instant> {
-    if u.last.as_ref().map(|l| l.route) != Some(route) {
-        return None;
-    }
-    let resume = allowed
-        .iter()
-        .filter(|r| **r != route && sh.engine.breakers.would_admit(**r, now))
-        .filter_map(|r| sh.engine.pacing.paused_until(*r, now))
-        .min()?;
-    let wait = resume.saturating_duration_since(now);
-    let fits = resume < until
-        && u.hunk_end.is_none_or(|h| {
-            sh.retry
-                .retry_after_fits(wait, h.saturating_duration_since(now))
-        });
-    fits.then_some(resume)
-}
-
-/// Every route that admits calls is paused by a back-pressure Retry-After (section 13):
-/// the unit waits for the first to resume if that comes before its deadline and, once it
-/// started, leaves half its hunk budget (rule 6); else it ends now, `unavailable`, rather
-/// than idle to a deadline it cannot use.
-async fn wait_for_resume(
-    sh: &Shared<'_>,
-    u: &UnitRun<'_>,
-    resume: Instant,
-    until: Instant,
-    changed: std::pin::Pin<&mut tokio::sync::futures::Notified<'_>>,
-) -> Result<(), Stop> {
-    let now = Instant::now();
-    let wait = resume.saturating_duration_since(now);
-    let fits = resume < until
-        && u.hunk_end.is_none_or(|h| {
-            sh.retry
-                .retry_after_fits(wait, h.saturating_duration_since(now))
-        });
-    if !fits {
-        let which = if u.hunk_end.is_some() {
-            "hunk budget"
-        } else {
-            "review budget"
-        };
-        return Err(Stop::new(
-            UnitStatus::Unavailable,
-            format!(
-                "rate limited: every route that admits calls is paused by {} for {} more, which the {which} does not allow ({} left)",
-                paused_by(sh, resume, now),
-                crate::config::format_duration(wait),
-                crate::config::format_duration(until.saturating_duration_since(now)),
-            ),
-        ));
-    }
-    tokio::select! {
-        biased;
-        _ = sh.cancel.cancelled() => {}
-        _ = changed => {}
-        _ = sleep_until(resume) => {}
-    }
-    Ok(())
-}
-
-/// What paused the route that resumes at `resume`, as the unit's reason says it: a
-/// window the rate-limit headers said was spent is not a Retry-After.
-fn paused_by(sh: &Shared, resume: Instant, now: Instant) -> &'static str {
-    let reason = (0..sh.engine.routes.len())
-        .filter_map(|r| sh.engine.pacing.paused(r, now))
-        .find(|p| p.until == resume)
-        .map(|p| p.reason);
-    match reason {
-        Some(PauseReason::Requests) => "its rate-limit headers (no request left until the reset)",
-        Some(PauseReason::Tokens) => "its rate-limit headers (too few tokens left until the reset)",
-        Some(PauseReason::RetryAfter) | None => "Retry-After",
-    }
-}
-
-/// No route admits calls. A first attempt waits, within its budget, for an open breaker
-/// to half-open; a further attempt does not wait (the unit is unavailable now).
-async fn wait_for_reopen(
-    sh: &Shared<'_>,
-    u: &mut UnitRun<'_>,
-    reopen: Option<Instant>,
-    until: Instant,
-    changed: std::pin::Pin<&mut tokio::sync::futures::Notified<'_>>,
-) -> Result<(), Stop> {
-    if let Some(l) = &u.last {
-        return Err(Stop::new(
-            UnitStatus::Unavailable,
-            format!("no route admits calls (breakers open) after {}", l.reason),
-        ));
-    }
-    if sh.engine.routes.is_empty() {
-        return Err(Stop::new(
-            UnitStatus::Unavailable,
-            "no routes are configured",
-        ));
-    }
-    // A half-open route with its probe in flight decides soon: wait for its verdict.
-    let probing =
-        (0..sh.engine.routes.len()).any(|r| sh.engine.breakers.state(r) == BreakerState::HalfOpen);
-    let allowed: &[usize] = if u.work.routes.is_empty() {
-        &sh.engine.all_routes
-    } else {
-        &u.work.routes
-    };
-    let dead = dead_routes(sh, allowed);
-    let wake_at = match (reopen, probing) {
-        (_, true) => reopen.unwrap_or(until).min(until),
-        (Some(t), false) => t,
-        (None, false) if !dead.is_empty() => {
-            return Err(Stop::new(
-                UnitStatus::Unavailable,
-                format!("no route admits calls: {}", dead.join("; ")),
-            ));
-        }
-        (None, false) => {
-            return Err(Stop::new(
-                UnitStatus::Unavailable,
-                "every route is forced open (auth or invalid model)",
-            ));
-        }
-    };
-    // §14, §15: no unit waits through more than one probe round that failed with a fact
-    // (could not connect, an error answer); a probe that timed out is a slow route, which
-    // units keep waiting for (and probing) while the budget lasts.
-    let failed: u32 = allowed
-        .iter()
-        .map(|r| sh.engine.dead.failed_probes(*r))
-        .sum();
-    match u.failed_probes_when_waiting {
-        Some(seen) if failed > seen && !probing => {
-            return Err(Stop::new(
-                UnitStatus::Unavailable,
-                format!(
-                    "no route admits calls: a half-open probe failed while this unit waited, and it waits no further round{}",
-                    unreachable_note(sh, allowed)
-                ),
-            ));
-        }
-        None => u.failed_probes_when_waiting = Some(failed),
-        _ => {}
-    }
-    // No idle waiting: a breaker that reopens only after this unit's deadline cannot
-    // serve it, so the unit ends now instead of holding the review open.
-    if !probing && wake_at >= until {
-        let which = if u.hunk_end.is_some() {
-            "hunk"
-        } else {
-            "review"
-        };
-        return Err(Stop::new(
-            UnitStatus::Unavailable,
-            format!(
-                "every route's breaker is open until after the {which} deadline (the soonest reopens {} after it)",
-                crate::config::format_duration(wake_at.saturating_duration_since(until))
-            ),
-        ));
-    }
-    u.waited_for_open_routes = true;
-    tokio::select! {
-        biased;
-        _ = sh.cancel.cancelled() => {}
-        _ = changed => {}
-        _ = sleep_until(wake_at.min(until)) => {}
-    }
-    if Instant::now() >= until && !sh.cancel.is_cancelled() {
-        return Err(all_open());
-    }
-    Ok(())
-}
-
-/// "route `r` is dead for the run: 3 failed connections to 127.0.0.1:9" for each of
-/// `allowed` that is.
-fn dead_routes(sh: &Shared, allowed: &[usize]) -> Vec<String> {
-    allowed
-        .iter()
-        .filter_map(|r| {
-            let u = sh.engine.dead.unreachable(*r).filter(|u| u.dead)?;
-            Some(format!(
-                "route `{}` is dead for the run: {}, its half-open probe too",
-                sh.engine.routes[*r].name,
-                u.describe()
-            ))
-        })
-        .collect()
-}
-
-/// " (route `r`: 3 failed connections to 127.0.0.1:9)" for the routes whose last attempts
-/// could not connect.
-fn unreachable_note(sh: &Shared, allowed: &[usize]) -> String {
-    let notes: Vec<String> = allowed
-        .iter()
-        .filter_map(|r| {
-            let u = sh.engine.dead.unreachable(*r)?;
-            Some(format!(
-                "route `{}`: {}",
-                sh.engine.routes[*r].name,
-                u.describe()
-            ))
-        })
-        .collect();
-    if notes.is_empty() {
-        String::new()
-    } else {
-        format!(" ({})", notes.join("; "))
-    }
 }
 
 fn passed_over_events(sh: &Shared, unit: usize, passed_over: &[usize]) {

@@ -9,18 +9,18 @@
 //! route that sent it: the halves (or the next route) follow at once, the attempt counts
 //! toward no `maxAttempts` and is no breaker verdict (`resend.rs`).
 //!
-//! The halves run one after the other in the unit's task, so the unit keeps one
+//! The halves run one after the other in the unit's task (`unit.rs` runs them, this file
+//! sums them up with [`combine`]), so the unit keeps one
 //! attempt numbering (telemetry keys attempts by unit and number) and takes one permit
 //! at a time; each half has its own hunk budget from its first attempt, like any unit.
 
+use super::Shared;
 use super::events::Event;
 use super::outcome::{UnitPart, UnitResult, UnitStatus};
 use super::retry::Stop;
-use super::unit::{UnitRun, life};
-use super::{Shared, UnitInfo};
+use super::unit_state::UnitRun;
 use crate::plan::split::Half;
 use std::fmt::Write;
-use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 /// What a unit does about its routes' windows before its next attempt.
@@ -209,41 +209,10 @@ fn fits_none(sh: &Shared, u: &UnitRun) -> Stop {
     )
 }
 
-/// Runs the halves as units of their own, one after the other, and sums them up.
-pub(super) async fn split(
-    sh: &Shared<'_>,
-    u: UnitRun<'_>,
-    halves: Box<[Half; 2]>,
-    why: String,
-) -> UnitResult {
-    let index = u.index();
-    let mut made = u.next_number() - 1;
-    let mut parts: Vec<UnitPart> = Vec::new();
-    for h in *halves {
-        let info = UnitInfo {
-            lines: h.lines,
-            prompt: Arc::new(h.prompt),
-            split: h.rest,
-            ..u.work.clone()
-        };
-        let r = Box::pin(life(sh, index, &info, made)).await;
-        made += r.attempts.len() as u32;
-        if r.parts.is_empty() {
-            parts.push(UnitPart {
-                lines: h.lines,
-                result: r,
-            });
-        } else {
-            parts.extend(r.parts);
-        }
-    }
-    combine(u.into_result(), parts, why)
-}
-
 /// The whole unit's result from its parts: the attempts made on the whole chunk go
 /// with the first part, and the unit's fields sum the parts up (each attempt and
 /// finding once).
-fn combine(mut whole: UnitResult, mut parts: Vec<UnitPart>, why: String) -> UnitResult {
+pub(super) fn combine(mut whole: UnitResult, mut parts: Vec<UnitPart>, why: String) -> UnitResult {
     let first = &mut parts[0].result;
     first.attempts.splice(0..0, whole.attempts.drain(..));
     first

@@ -9,7 +9,7 @@
 use super::Shared;
 use super::outcome::UnitStatus;
 use super::retry::Stop;
-use super::unit::{LastFailure, UnitRun};
+use super::unit_state::{LastFailure, UnitRun};
 use crate::findings::{Extracted, ModelFinding};
 use crate::provider::AttemptRecord;
 use tokio::time::Instant;

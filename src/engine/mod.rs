@@ -15,6 +15,7 @@ pub mod cost;
 mod cut;
 mod dead;
 mod depth;
+mod ends;
 pub mod events;
 mod idle;
 pub mod limit;
@@ -26,6 +27,8 @@ pub mod route_picker;
 pub mod shedder;
 mod turns;
 mod unit;
+mod unit_state;
+mod waits;
 pub mod windows;
 
 pub use breaker::{Breaker, BreakerState};
@@ -33,13 +36,12 @@ pub use breakers::{Breakers, Hold, LocalBreakers};
 pub use bulkhead::{Bulkhead, LocalBulkhead, Permit};
 pub use events::{AttemptReason, Event, Pass, ReviewInfo, RouteInfo, Sink, UnitInfo};
 pub use outcome::{
-    AttemptLog, CacheLevel, EngineReport, FromCache, Move, RouteSummary, UnitPart, UnitResult,
-    UnitStatus,
+    AttemptLog, CacheLevel, CallLog, EngineReport, FromCache, Move, RouteSummary, ToolLoop,
+    UnitPart, UnitResult, UnitStatus,
 };
 pub use retry::{RetryPolicy, Stop};
 pub use route_picker::{Ordered, RouteOrder, RoutePicker};
 pub use shedder::Shedder;
-pub use turns::{CallLog, ToolLoop};
 pub use windows::{SharedTake, SharedWindows};
 
 use crate::config::{Execution, Prices, Route as ConfigRoute};

@@ -135,7 +135,7 @@ pub struct UnitResult {
     /// Set when the result is an earlier run's answer from the result cache (no request).
     pub from_cache: Option<FromCache>,
     /// Its tool loop's figures, when its skill reads the repository (docs/design.md §14).
-    pub tool_loop: Option<super::turns::ToolLoop>,
+    pub tool_loop: Option<ToolLoop>,
     /// When its prompt did not fit a model's context window (docs/design.md §14): the parts
     /// its chunk was split into, in line order, each a unit of its own in the report.
     /// The unit's own fields then sum them up (every attempt and finding once, the
@@ -173,6 +173,46 @@ impl UnitResult {
             parts: Vec::new(),
         }
     }
+}
+
+/// One tool call as the unit's result keeps it: the result cache replays these on a new
+/// head and compares the hashes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CallLog {
+    /// The tool's name.
+    pub tool: String,
+    /// The arguments as the model sent them.
+    pub arguments: String,
+    /// SHA-256 of the result the model read.
+    pub hash: String,
+}
+
+/// A unit's tool loop (docs/design.md §14), as reports show it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ToolLoop {
+    /// Turns the unit could use: its cap, lowered when the budget shed its tool turns.
+    pub turns_allowed: u32,
+    /// Requests that were answered (turns reached).
+    pub turns_used: u32,
+    /// Tool calls made (repeats answered from memory included).
+    pub tool_calls: u32,
+    /// Calls per tool.
+    pub calls_by_tool: BTreeMap<String, u32>,
+    /// Bytes of every tool result the model read.
+    pub tool_bytes: u64,
+    /// Identical calls answered from memory.
+    pub repeated_calls: u32,
+    /// Its tool turns were shed for lack of budget (a single-shot review, or cut short).
+    pub shed_for_budget: bool,
+    /// The route changed during the loop after this many turns (failover carried the
+    /// transcript).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub moved_after_turn: Option<u32>,
+    /// Every call answered by a tool (not repeats), in order.
+    #[serde(skip)]
+    pub calls: Vec<CallLog>,
 }
 
 /// Who produced a cached result, and when.

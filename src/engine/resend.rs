@@ -5,7 +5,6 @@
 //! [`MAX_RESENDS`] times: each parameter is fixed once per route, so this bound is only
 //! met by a provider that keeps naming new ones.
 
-use super::unit::UnitRun;
 use crate::provider::{AttemptRecord, Correction};
 
 /// The most re-sends one unit makes.
@@ -22,11 +21,12 @@ pub(super) fn counts(record: &AttemptRecord) -> bool {
     !record.backpressure && record.correction.is_none()
 }
 
-/// Whether the unit sends the attempt again at once (and counts the re-send).
-pub(super) fn again(u: &mut UnitRun, record: &AttemptRecord) -> bool {
-    if record.correction != Some(Correction::Adjusted) || u.resends >= MAX_RESENDS {
+/// Whether the unit sends the attempt again at once (and counts the re-send in
+/// `resends`, the unit's count so far).
+pub(super) fn again(resends: &mut u32, record: &AttemptRecord) -> bool {
+    if record.correction != Some(Correction::Adjusted) || *resends >= MAX_RESENDS {
         return false;
     }
-    u.resends += 1;
+    *resends += 1;
     true
 }

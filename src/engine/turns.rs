@@ -5,67 +5,26 @@
 //! the unit), and a bounced turn waits with its transcript. This file keeps what the
 //! turns share: the transcript (protocol-neutral, so failover carries it to a route of
 //! either protocol), the bounds (turns, calls, bytes), the repeat guard, and the depth
-//! rule that sheds tool turns before coverage (§4.9).
+//! rule that sheds tool turns before coverage (§4.9). Its figures, as reports show them
+//! ([`ToolLoop`]), sit with the other outcome types in `outcome.rs`; `unit.rs` answers a
+//! turn's calls through [`LoopState::answer`].
 
 use super::Shared;
 use super::events::{Event, UnitInfo};
-use super::outcome::UnitResult;
-use super::outcome::UnitStatus;
+use super::outcome::{CallLog, ToolLoop, UnitResult, UnitStatus};
 use super::retry::Stop;
-use super::unit::UnitRun;
 use crate::config::ToolBounds;
 use crate::provider::{
     Conversation, SUBMIT_FINDINGS, ToolCall, ToolChoice, ToolResult, ToolSpec, Turn,
 };
 use crate::tools::{Halt, LoopPlan, Tool, ToolAnswer, Toolbox};
-use serde::{Deserialize, Serialize};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::sync::Arc;
 use tokio::time::Instant;
 
 /// Consecutive repeats of one call after which the next turn is the final one: a model
 /// calling the same tool for ever is stopped well within the caps.
 const MAX_REPEATS: u32 = 3;
-
-/// One tool call as the unit's result keeps it: the result cache replays these on a new
-/// head and compares the hashes.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct CallLog {
-    /// The tool's name.
-    pub tool: String,
-    /// The arguments as the model sent them.
-    pub arguments: String,
-    /// SHA-256 of the result the model read.
-    pub hash: String,
-}
-
-/// A unit's loop, as reports show it.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
-pub struct ToolLoop {
-    /// Turns the unit could use: its cap, lowered when the budget shed its tool turns.
-    pub turns_allowed: u32,
-    /// Requests that were answered (turns reached).
-    pub turns_used: u32,
-    /// Tool calls made (repeats answered from memory included).
-    pub tool_calls: u32,
-    /// Calls per tool.
-    pub calls_by_tool: BTreeMap<String, u32>,
-    /// Bytes of every tool result the model read.
-    pub tool_bytes: u64,
-    /// Identical calls answered from memory.
-    pub repeated_calls: u32,
-    /// Its tool turns were shed for lack of budget (a single-shot review, or cut short).
-    pub shed_for_budget: bool,
-    /// The route changed during the loop after this many turns (failover carried the
-    /// transcript).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub moved_after_turn: Option<u32>,
-    /// Every call answered by a tool (not repeats), in order.
-    #[serde(skip)]
-    pub calls: Vec<CallLog>,
-}
 
 /// The loop of one unit in flight.
 pub(super) struct LoopState {
@@ -387,24 +346,6 @@ pub(super) fn start(sh: &Shared, work: &UnitInfo) -> Option<LoopState> {
     work.tools
         .as_ref()
         .map(|p| LoopState::new(p, sh.exec.tool_bounds))
-}
-
-/// After an `ok` turn without findings: its calls are answered and the next turn
-/// follows. The next attempt is a new turn, not a retry: `maxAttempts` counts again.
-pub(super) async fn next_turn(sh: &Shared<'_>, u: &mut UnitRun<'_>) -> Result<(), Stop> {
-    let answered = u.answered.take().unwrap_or_default();
-    let unit = u.index();
-    let until = u.wait_until(sh.review_deadline);
-    let (Some(l), Some(tb)) = (u.looping.as_mut(), sh.engine.toolbox.as_ref()) else {
-        return Err(Stop::new(
-            UnitStatus::Failed,
-            "the model answered with tool calls and no findings, and this unit has no tool loop",
-        ));
-    };
-    l.answer(sh, unit, tb, answered, until).await?;
-    u.turn_from = u.result.attempts.len();
-    u.last = None;
-    Ok(())
 }
 
 /// The tool definitions of a loop: the tools offered, then `submit_findings`.

@@ -5,19 +5,19 @@
 //! [`RetryPolicy`](super::RetryPolicy) whether another attempt follows. Every unit ends
 //! with exactly one status (section 5).
 
-use super::admission::acquire;
-use super::breaker::{BreakerState, Transition};
-use super::breakers::Hold;
-use super::bulkhead::Permit;
+use super::admission::{Slot, acquire, announce};
 use super::clock::deadline_after;
 use super::context::Fit;
 use super::cost::{self, Reservation};
-use super::events::{AttemptReason, Event};
+use super::ends::cancelled;
+use super::events::Event;
 use super::limit::{Sample, Signal};
-use super::outcome::{AttemptLog, Move, UnitResult, UnitStatus};
+use super::outcome::{AttemptLog, UnitPart, UnitResult, UnitStatus};
 use super::retry::Stop;
+use super::unit_state::{LastFailure, UnitRun};
 use super::{Shared, UnitInfo};
 use crate::findings::Extracted;
+use crate::plan::split::Half;
 use crate::provider::{AttemptRecord, AttemptRequest, Correction, Outcome};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -63,15 +63,15 @@ pub(super) async fn life(
         // Section 14: a prompt too long for its route's window is split (or fails over).
         match super::context::check(sh, &mut u) {
             Fit::Send => {}
-            Fit::Split(halves, why) => return super::context::split(sh, u, halves, why).await,
-            Fit::Stop(stop) => return u.finish(sh, stop),
+            Fit::Split(halves, why) => return split(sh, u, halves, why).await,
+            Fit::Stop(stop) => return u.finish(stop),
         }
         // Rules 6–9: a route that admits calls, and one of its permits, within the budgets.
         let slot = match acquire(sh, &mut u).await {
             Ok(slot) => slot,
             Err(stop) => {
                 let stop = u.with_bounces(stop);
-                return u.finish(sh, stop);
+                return u.finish(stop);
             }
         };
         // Rule 2: the hunk budget starts when the first attempt starts (section 13: the
@@ -96,16 +96,16 @@ pub(super) async fn life(
             }
             let Some(ex) = extracted else {
                 // A turn of tool calls: answered, then the next turn (section 14).
-                match super::turns::next_turn(sh, &mut u).await {
+                match next_turn(sh, &mut u).await {
                     Ok(()) => continue,
-                    Err(stop) => return u.finish(sh, stop),
+                    Err(stop) => return u.finish(stop),
                 }
             };
-            return u.reviewed(sh, &record.route, ex);
+            return reviewed(u, &record.route, ex);
         }
         // Section 14: a refused parameter was fixed for the route (section 15: or the
         // route stopped offering tools); send again at once.
-        if super::resend::again(&mut u, &record) {
+        if super::resend::again(&mut u.resends, &record) {
             continue;
         }
         // Section 14: a cut (or an object that did not end) keeps its findings; a cut is
@@ -114,20 +114,20 @@ pub(super) async fn life(
             let ex = extracted.unwrap_or_default();
             match super::cut::after_incomplete(sh, &mut u, route, &record, ex, cut, hunk_end) {
                 super::cut::Next::Retry => continue,
-                super::cut::Next::End(stop) => return u.finish(sh, stop),
+                super::cut::Next::End(stop) => return u.finish(stop),
             }
         }
         // Section 15: a refusal is the model's answer, not an outage: another route may
         // review the unit, this one is not asked again.
         if record.outcome == Outcome::Refused {
             if let Err(stop) = refused(sh, &mut u, route, &record) {
-                return u.finish(sh, stop);
+                return u.finish(stop);
             }
             continue;
         }
         if record.backpressure {
             if let Err(stop) = bounced(sh, &mut u, route, &record, started) {
-                return u.finish(sh, stop);
+                return u.finish(stop);
             }
             back_off(sh, &u, &record).await;
             continue;
@@ -136,8 +136,8 @@ pub(super) async fn life(
         if let Some(Correction::ContextLength { window }) = record.correction {
             match super::context::refused(sh, &mut u, route, window) {
                 Fit::Send => {}
-                Fit::Split(halves, why) => return super::context::split(sh, u, halves, why).await,
-                Fit::Stop(stop) => return u.finish(sh, stop),
+                Fit::Split(halves, why) => return split(sh, u, halves, why).await,
+                Fit::Stop(stop) => return u.finish(stop),
             }
             u.last = Some(LastFailure {
                 route,
@@ -148,7 +148,7 @@ pub(super) async fn life(
         }
         // Section 5: cut by the review budget or a signal, the unit is cancelled.
         if record.outcome == Outcome::Cancelled || sh.budget_spent(Instant::now()) {
-            return u.finish(sh, cancelled(sh));
+            return u.finish(cancelled(sh));
         }
         // Rules 4–5: only the engine decides whether another attempt follows.
         let left = hunk_end.saturating_duration_since(Instant::now());
@@ -158,7 +158,7 @@ pub(super) async fn life(
                 "{}; last attempt on {}: {}",
                 stop.reason, record.route, record.reason
             );
-            return u.finish(sh, Stop::new(stop.status, reason));
+            return u.finish(Stop::new(stop.status, reason));
         }
         u.last = Some(LastFailure {
             route,
@@ -269,208 +269,60 @@ async fn back_off(sh: &Shared<'_>, u: &UnitRun<'_>, record: &AttemptRecord) {
     }
 }
 
-/// The last failed attempt, which shapes the next one.
-pub(super) struct LastFailure {
-    pub(super) route: usize,
-    pub(super) reason: String,
-    pub(super) retry_after: Option<Duration>,
+/// After an `ok` turn without findings: its calls are answered and the next turn
+/// follows. The next attempt is a new turn, not a retry: `maxAttempts` counts again.
+async fn next_turn(sh: &Shared<'_>, u: &mut UnitRun<'_>) -> Result<(), Stop> {
+    let answered = u.answered.take().unwrap_or_default();
+    let unit = u.index();
+    let until = u.wait_until(sh.review_deadline);
+    let (Some(l), Some(tb)) = (u.looping.as_mut(), sh.engine.toolbox.as_ref()) else {
+        return Err(Stop::new(
+            UnitStatus::Failed,
+            "the model answered with tool calls and no findings, and this unit has no tool loop",
+        ));
+    };
+    l.answer(sh, unit, tb, answered, until).await?;
+    u.turn_from = u.result.attempts.len();
+    u.last = None;
+    Ok(())
 }
 
-/// A route chosen for the next attempt, with its permit held.
-pub(super) struct Slot {
-    pub(super) route: usize,
-    pub(super) permit: Permit,
-    /// What the breakers reserved for it (given back with its outcome).
-    pub(super) hold: Hold,
-    pub(super) breaker: BreakerState,
-    pub(super) reason: AttemptReason,
-    /// The attempt's share of the cost budget, settled with its real cost.
-    pub(super) reservation: Reservation,
-}
-
-/// A unit in flight: its result so far, its hunk deadline once started, its last failure.
-pub(super) struct UnitRun<'w> {
-    pub(super) work: &'w UnitInfo,
-    pub(super) result: UnitResult,
-    pub(super) hunk_end: Option<Instant>,
-    pub(super) last: Option<LastFailure>,
-    /// It waited for an open breaker to half-open (a first attempt may).
-    pub(super) waited_for_open_routes: bool,
-    /// Its routes' probes failed with a fact (summed, see `dead::DeadRoutes`) when it first
-    /// waited for a breaker to half-open: more later means such a round failed while it
-    /// waited, and it waits no further round (docs/design.md §14, §15). Probes that time out do
-    /// not count: a slow route is waited on while the budget lasts.
-    pub(super) failed_probes_when_waiting: Option<u32>,
-    /// Answers of back-pressure so far (section 13).
-    pub(super) bounces: u32,
-    /// Its tool loop, when its skill reads the repository (section 14).
-    pub(super) looping: Option<super::turns::LoopState>,
-    /// Where the current turn's attempts start in `result.attempts` (a failed turn is
-    /// retried under `maxAttempts`, not the unit).
-    pub(super) turn_from: usize,
-    /// The last answer's text and tool calls, for the loop.
-    pub(super) answered: Option<(String, Vec<crate::provider::ToolCall>)>,
-    /// Attempts sent again after the route fixed a refused parameter (section 14).
-    pub(super) resends: u32,
-    /// The output cap of its next attempts, once a cut raised it (section 14).
-    pub(super) output_cap: Option<u32>,
-    /// Its one retry after a cut was made.
-    pub(super) cut_retried: bool,
-    /// Routes whose context window its prompt does not fit (section 14): passed over.
-    pub(super) too_small: Vec<usize>,
-    /// Routes whose model refused it (section 15): not asked again.
-    pub(super) refused_by: Vec<usize>,
-    /// Attempts of the unit made before this run of it (a half follows the whole).
-    pub(super) number_from: u32,
-    /// Said after its reason: its tool loop was dropped for a context window (§14).
-    pub(super) window_note: Option<String>,
-}
-
-impl<'w> UnitRun<'w> {
-    pub(super) fn new(index: usize, work: &'w UnitInfo) -> Self {
-        UnitRun {
-            work,
-            result: UnitResult::unfinished(index, UnitStatus::Skipped, ""),
-            hunk_end: None,
-            last: None,
-            waited_for_open_routes: false,
-            failed_probes_when_waiting: None,
-            bounces: 0,
-            looping: None,
-            turn_from: 0,
-            answered: None,
-            resends: 0,
-            output_cap: None,
-            cut_retried: false,
-            too_small: Vec::new(),
-            refused_by: Vec::new(),
-            number_from: 0,
-            window_note: None,
-        }
-    }
-
-    /// The routes the unit may use, in its order.
-    pub(super) fn base_routes<'s>(&'s self, sh: &'s Shared) -> &'s [usize] {
-        if self.work.routes.is_empty() {
-            &sh.engine.all_routes
-        } else {
-            &self.work.routes
-        }
-    }
-
-    /// The routes the unit may use whose window its prompt does not exceed (or unknown).
-    pub(super) fn allowed(&self, sh: &Shared) -> Vec<usize> {
-        let base = self.base_routes(sh);
-        base.iter()
-            .copied()
-            .filter(|r| !self.too_small.contains(r) && !self.refused_by.contains(r))
-            .collect()
-    }
-
-    /// The number of the unit's next attempt.
-    pub(super) fn next_number(&self) -> u32 {
-        self.number_from + self.result.attempts.len() as u32 + 1
-    }
-
-    /// Neither started nor bounced: it waits behind the units already in line (a started
-    /// or bounced unit goes first, at the head of the queue).
-    pub(super) fn fresh(&self) -> bool {
-        self.hunk_end.is_none() && self.bounces == 0
-    }
-
-    /// Attempts that count toward `maxAttempts`: back-pressure answers do not, nor the
-    /// answered turns of a tool loop before this one.
-    pub(super) fn attempts_made(&self) -> u32 {
-        let a = &self.result.attempts[self.turn_from.min(self.result.attempts.len())..];
-        a.iter()
-            .filter(|a| super::resend::counts(&a.record))
-            .count() as u32
-    }
-
-    pub(super) fn index(&self) -> usize {
-        self.result.unit
-    }
-
-    /// Waits end at the hunk deadline once the unit started, else at the review deadline.
-    pub(super) fn wait_until(&self, review_deadline: Instant) -> Instant {
-        self.hunk_end
-            .map_or(review_deadline, |h| h.min(review_deadline))
-    }
-
-    /// Why the unit stops when the review budget ran out or the run was interrupted.
-    pub(super) fn stop_on_cancel(&self, sh: &Shared) -> Stop {
-        if self.hunk_end.is_some() {
-            cancelled(sh)
-        } else if self.waited_for_open_routes {
-            all_open()
-        } else {
-            not_started(sh)
-        }
-    }
-
-    /// A unit that ends after answers of back-pressure says how many (a unit skipped for
-    /// the budget after five "not now" was not merely late).
-    pub(super) fn with_bounces(&self, stop: Stop) -> Stop {
-        if self.bounces == 0 || stop.reason.contains("(back-pressure)") {
-            return stop;
-        }
-        let n = self.bounces;
-        let s = if n == 1 { "" } else { "s" };
-        Stop::new(
-            stop.status,
-            format!("{} (rate limited {n} time{s}, back-pressure)", stop.reason),
-        )
-    }
-
-    /// Records that an attempt goes to `route` (and the move, if it changed).
-    pub(super) fn note_route(&mut self, route: &str) {
-        let r = &mut self.result;
-        if let Some(prev) = r.routes_tried.last()
-            && prev != route
-        {
-            if let Some(l) = &mut self.looping {
-                l.moved();
-            }
-            r.moves.push(Move {
-                from: prev.clone(),
-                to: route.to_string(),
-                reason: self
-                    .last
-                    .as_ref()
-                    .map(|l| l.reason.clone())
-                    .unwrap_or_default(),
-            });
-        }
-        r.routes_tried.push(route.to_string());
-    }
-
-    pub(super) fn reviewed(mut self, sh: &Shared, route: &str, ex: Extracted) -> UnitResult {
-        // A complete answer after a cut: the cut answer's findings stay (section 5).
-        super::cut::keep(&mut self, ex);
-        self.result.answer_cut = false;
-        self.result.route = Some(route.to_string());
-        self.finish(
-            sh,
-            Stop::new(UnitStatus::Reviewed, format!("reviewed by {route}")),
-        )
-    }
-
-    pub(super) fn finish(mut self, _sh: &Shared, stop: Stop) -> UnitResult {
-        self.result.status = stop.status;
-        self.result.reason = match self.window_note.take() {
-            Some(note) => format!("{} ({note})", stop.reason),
-            None => stop.reason,
+/// Runs the halves as units of their own, one after the other, and sums them up.
+async fn split(sh: &Shared<'_>, u: UnitRun<'_>, halves: Box<[Half; 2]>, why: String) -> UnitResult {
+    let index = u.index();
+    let mut made = u.next_number() - 1;
+    let mut parts: Vec<UnitPart> = Vec::new();
+    for h in *halves {
+        let info = UnitInfo {
+            lines: h.lines,
+            prompt: Arc::new(h.prompt),
+            split: h.rest,
+            ..u.work.clone()
         };
-        self.into_result()
-    }
-
-    /// The result so far (its tool loop's figures closed).
-    pub(super) fn into_result(mut self) -> UnitResult {
-        if let Some(l) = self.looping.take() {
-            l.close(&mut self.result);
+        let r = Box::pin(life(sh, index, &info, made)).await;
+        made += r.attempts.len() as u32;
+        if r.parts.is_empty() {
+            parts.push(UnitPart {
+                lines: h.lines,
+                result: r,
+            });
+        } else {
+            parts.extend(r.parts);
         }
-        self.result
     }
+    super::context::combine(u.into_result(), parts, why)
+}
+
+/// The unit is reviewed by `route`'s answer. A complete answer after a cut: the cut
+/// answer's findings stay (section 5).
+fn reviewed(mut u: UnitRun, route: &str, ex: Extracted) -> UnitResult {
+    super::cut::keep(&mut u, ex);
+    u.result.answer_cut = false;
+    u.result.route = Some(route.to_string());
+    u.finish(Stop::new(
+        UnitStatus::Reviewed,
+        format!("reviewed by {route}"),
+    ))
 }
 
 fn emit_finished(sh: &Shared, result: UnitResult) {
@@ -677,47 +529,6 @@ fn warn_of_gateway(sh: &Shared, route: &super::Route, record: &AttemptRecord) {
             message: "responses carry x-litellm-* headers: a LiteLLM gateway may retry and fall back behind warden's back, hiding calls and time inside one attempt; set provider = \"litellm\" on this route so warden stays the one retry owner".into(),
         });
     }
-}
-
-/// Tells the event stream about a breaker transition, and wakes the units waiting for a
-/// route (they choose again).
-pub(super) fn announce(sh: &Shared, route: &str, t: Transition) {
-    sh.sink.emit(Event::Breaker {
-        route: route.to_string(),
-        from: t.from,
-        to: t.to,
-        reason: t.reason,
-    });
-    sh.engine.changed.notify_waiters();
-}
-
-fn cancelled(sh: &Shared) -> Stop {
-    Stop::new(
-        UnitStatus::Cancelled,
-        if sh.interrupted.is_cancelled() {
-            "interrupted during an attempt"
-        } else {
-            "the review budget ran out during an attempt"
-        },
-    )
-}
-
-pub(super) fn not_started(sh: &Shared) -> Stop {
-    Stop::new(
-        UnitStatus::Skipped,
-        if sh.interrupted.is_cancelled() {
-            "interrupted before the unit started"
-        } else {
-            "the review budget ran out before the unit started"
-        },
-    )
-}
-
-pub(super) fn all_open() -> Stop {
-    Stop::new(
-        UnitStatus::Unavailable,
-        "every route's breaker stayed open until the budget ran out",
-    )
 }
 
 fn cancelled_record(
