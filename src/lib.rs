@@ -11,7 +11,6 @@ pub mod atomic_file;
 pub mod cache;
 mod capped_read;
 pub mod chunk;
-pub mod cli;
 pub mod config;
 pub mod diff;
 pub mod engine;

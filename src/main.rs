@@ -7,13 +7,13 @@ use clap::Parser;
 
 fn main() {
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
-    let result = match warden::cli::command_after_options(&args) {
+    let result = match app::cli::command_after_options(&args) {
         Some(name) => Err(warden::error::Error::Usage(format!(
             "`{name}` comes after options, where warden reads the ref to review: put the command first (`warden {name} [OPTIONS]`), or review a ref named `{name}` with `warden review {name}`"
         ))),
-        None => match warden::cli::format_as_flag(&args) {
+        None => match app::cli::format_as_flag(&args) {
             Some(message) => Err(warden::error::Error::Usage(message)),
-            None => app::run(warden::cli::Cli::parse_from(args)),
+            None => app::run(app::cli::Cli::parse_from(args)),
         },
     };
     let code = match result {

@@ -1,10 +1,10 @@
 //! `warden cache stats | clear | path`: the result cache's location, contents and reset.
 
+use super::cli::{CacheAction, CacheArgs};
 use super::{cache_warn, emit};
 use warden::cache::location::Sources;
 use warden::cache::redis::{self, RedisLevel, SharedStats};
 use warden::cache::sqlite::{self, Limits, SqliteStore, Stats};
-use warden::cli::{CacheAction, CacheArgs};
 use warden::config;
 use warden::error::{Error, Result};
 use warden::prepare::{repo_root, start_dir};

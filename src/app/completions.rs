@@ -1,8 +1,8 @@
 //! `warden completions SHELL` and `warden man`: generated from the same clap definitions
 //! the parser uses, so they cannot drift from the flags.
 
+use super::cli::{Cli, CompletionsArgs, ManArgs};
 use clap::CommandFactory;
-use warden::cli::{Cli, CompletionsArgs, ManArgs};
 use warden::error::{Error, Result};
 
 pub(super) fn completions_cmd(args: &CompletionsArgs) -> Result<i32> {

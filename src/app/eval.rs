@@ -2,10 +2,10 @@
 //! review with progress on stderr, render the report, map the exit code: 0, or 3 when
 //! anything was not reviewed (as a partial review), 130/143 after a signal.
 
+use super::cli::{EvalArgs, EvalFormat};
 use super::signals::Signals;
 use super::{cache_warn, emit, setup_color, warn};
 use std::path::Path;
-use warden::cli::{EvalArgs, EvalFormat};
 use warden::error::{Error, Result};
 use warden::eval::{self, EvalReport, Options, history};
 use warden::progress::Mode;

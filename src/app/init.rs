@@ -1,7 +1,7 @@
 //! `warden init`: writes a starter warden.toml at the repository root (or, with
 //! `--example`, the full commented example), and says what to do next.
 
-use warden::cli::InitArgs;
+use super::cli::InitArgs;
 use warden::config;
 use warden::error::{Error, Result};
 use warden::prepare::{repo_root, start_dir};

@@ -1,9 +1,9 @@
 //! `warden merge`: read the shard reports, join them in the library, write the outputs
 //! and exit as the whole review would have.
 
+use super::cli::MergeArgs;
 use super::setup_color;
 use std::path::PathBuf;
-use warden::cli::MergeArgs;
 use warden::error::{Error, Result};
 use warden::outputs::Outputs;
 use warden::report::text::Layout;

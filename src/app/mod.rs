@@ -2,6 +2,7 @@
 //! policy; the library never calls back up into this layer.
 
 mod cache;
+pub(crate) mod cli;
 mod completions;
 mod eval;
 mod init;
@@ -12,9 +13,9 @@ mod signals;
 mod simulate;
 mod skills;
 
+use cli::{Cli, ColorChoice, Command, PlanArgs, PlanFormat, Ui};
 use std::io::IsTerminal;
 use std::path::Path;
-use warden::cli::{Cli, ColorChoice, Command, PlanArgs, PlanFormat, Ui};
 use warden::config::Settings;
 use warden::error::{Error, Result};
 use warden::plan;
@@ -50,7 +51,7 @@ fn misspelt_command(err: Error, target: Option<&str>) -> Error {
     else {
         return err;
     };
-    match warden::cli::near_command(spec) {
+    match cli::near_command(spec) {
         Some(cmd) if Some(spec.as_str()) == target => Error::Usage(format!(
             "`{spec}` is neither a command nor a ref of this repository: did you mean `warden {cmd}`? (`warden help` lists the commands)"
         )),

@@ -3,8 +3,8 @@
 //! or the head moved and nothing was written), 3 when a write failed, 2 for a report or
 //! context it refuses.
 
+use super::cli::{PublishArgs, PublishTo};
 use std::io::Write;
-use warden::cli::{PublishArgs, PublishTo};
 use warden::error::Result;
 use warden::publish::{self, context::ContextFlags, context::Forge};
 use warden::report::published::Published;

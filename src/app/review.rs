@@ -1,13 +1,13 @@
 //! `warden review`: prepare, open every output, run the review with progress and
 //! telemetry listening to its events, write the reports, map the exit code.
 
+use super::cli::{PublishTo, ReviewArgs};
 use super::signals::Signals;
 use super::{cache_warn, setup_color, warn, warn_trust};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use warden::cache::location::Sources;
 use warden::cache::{self, Levels};
-use warden::cli::{PublishTo, ReviewArgs};
 use warden::config::PublishSettings;
 use warden::error::{Error, Result};
 use warden::fleet::{self, Fleet};
@@ -279,10 +279,10 @@ fn write_known(outputs: &Mutex<Option<Outputs>>, known: &Known, plan_command: St
 /// theirs, for the scripts that read them).
 fn nothing_to_review(
     args: &ReviewArgs,
-    format: warden::cli::ReviewFormat,
+    format: warden::report::Format,
     plan: &warden::plan::Plan,
 ) -> Option<String> {
-    let text_only = format == warden::cli::ReviewFormat::Text && args.outputs.is_empty();
+    let text_only = format == warden::report::Format::Text && args.outputs.is_empty();
     if !plan.units.is_empty() || !text_only || args.shard.is_some() {
         return None;
     }

@@ -2,9 +2,9 @@
 //! routing policies on a paused clock (or, with `--caps`, one route's ceilings side by
 //! side), print the prediction.
 
+use super::cli::SimulateArgs;
 use super::{emit, setup_color, warn};
 use std::collections::BTreeMap;
-use warden::cli::SimulateArgs;
 use warden::error::Result;
 use warden::prepare::prepare;
 use warden::simulate::{self, SimulateInput};

@@ -1,7 +1,7 @@
 //! `warden skills`: the skills found, where each comes from, and which ones run.
 
+use super::cli::SkillsArgs;
 use super::{emit, setup_color, warn};
-use warden::cli::SkillsArgs;
 use warden::error::Result;
 use warden::prepare::{load, repo_root, start_dir};
 use warden::skills::{Catalog, Skill, SkillOrigin};

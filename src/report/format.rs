@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::str::FromStr;
 
 /// A report format (`--format`, and the FORMAT of `--output FORMAT=PATH`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Format {
     /// For people, in a terminal or a CI log.
     Text,
@@ -31,6 +31,18 @@ pub enum Format {
 impl Format {
     /// Every format, as messages list them.
     pub const NAMES: &'static str = "text, json, sarif, github, rdjsonl, rdjson, gitlab, markdown";
+
+    /// Every format, in the order of [`Format::NAMES`].
+    pub const ALL: [Format; 8] = [
+        Format::Text,
+        Format::Json,
+        Format::Sarif,
+        Format::Github,
+        Format::Rdjsonl,
+        Format::Rdjson,
+        Format::Gitlab,
+        Format::Markdown,
+    ];
 
     /// Renders `r` in this format. JSON documents may be printed to a CI log, so command
     /// markers inside their strings are escaped (the documents mean the same). Every
@@ -61,9 +73,21 @@ impl Format {
 
     /// The format's name on the command line.
     pub fn name(self) -> String {
-        clap::ValueEnum::to_possible_value(&self)
-            .map(|v| v.get_name().to_string())
-            .unwrap_or_default()
+        self.as_str().to_string()
+    }
+
+    /// The format's name on the command line, borrowed.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Format::Text => "text",
+            Format::Json => "json",
+            Format::Sarif => "sarif",
+            Format::Github => "github",
+            Format::Rdjsonl => "rdjsonl",
+            Format::Rdjson => "rdjson",
+            Format::Gitlab => "gitlab",
+            Format::Markdown => "markdown",
+        }
     }
 
     /// The format a bare `-o PATH` writes when no format flag says: from the file's
@@ -94,8 +118,11 @@ impl Format {
         }))
     }
 
-    pub(crate) fn named(s: &str) -> Option<Format> {
-        clap::ValueEnum::from_str(s, true).ok()
+    /// The format of that name, in any ASCII case (`SARIF=out` names SARIF).
+    pub fn named(s: &str) -> Option<Format> {
+        Format::ALL
+            .into_iter()
+            .find(|f| f.as_str().eq_ignore_ascii_case(s))
     }
 }
 

@@ -23,7 +23,7 @@ use tracing_subscriber::layer::SubscriberExt;
 pub const FLUSH_BOUND: Duration = Duration::from_secs(2);
 
 /// The `--trace` file's format.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum TraceFormat {
     /// Every span and event, one JSON object per line (docs/trace-format.md).
     #[default]

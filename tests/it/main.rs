@@ -12,7 +12,6 @@ mod chunking;
 mod ci_config;
 mod ci_formats;
 mod cite_check;
-mod cli;
 mod config;
 mod context_window;
 mod current_models;

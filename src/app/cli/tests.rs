@@ -1,9 +1,10 @@
 //! Typed flag values at the clap boundary, in process: a value parses into the library's
 //! type or is refused naming the flag, and `--help` lists the values.
 
+use super::{Cli, Command, ReviewArgs};
 use clap::{CommandFactory, Parser};
 use std::time::Duration;
-use warden::cli::{Cli, Command, ReviewArgs, ReviewFormat};
+use warden::report::Format as ReviewFormat;
 use warden::severity::{Confidence, FailOn, Severity};
 
 fn review(args: &[&str]) -> Result<ReviewArgs, clap::Error> {
@@ -112,7 +113,7 @@ fn help_lists_the_values() {
 
 #[test]
 fn a_command_after_options_is_found_but_option_values_are_not_commands() {
-    use warden::cli::command_after_options;
+    use super::command_after_options;
     let find = |line: &str| {
         let args: Vec<std::ffi::OsString> = line.split(' ').map(Into::into).collect();
         command_after_options(&args)
