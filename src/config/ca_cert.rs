@@ -4,8 +4,8 @@
 //! trusted commit the config itself came from (a change under review cannot swap the CA).
 
 use super::Beside;
+use super::ctx::Ctx;
 use super::raw::S;
-use super::resolve::Ctx;
 use super::route_settings::CaCert;
 use crate::error::Error;
 use rustls::pki_types::CertificateDer;

@@ -1,8 +1,8 @@
 //! `[cache]`: whether the result cache is on, where it lives, and how large and old it may
 //! grow. Sizes are written like "256MiB" (or a plain number of bytes), ages like "30d".
 
+use super::ctx::Ctx;
 use super::raw::RawCache;
-use super::resolve::Ctx;
 use super::settings::CacheSettings;
 use crate::error::Error;
 

@@ -3,8 +3,8 @@
 //! `passwordEnv` names, or from `WARDEN_REDIS_URL` (both environment, set by whoever runs
 //! the CI, like API keys).
 
+use super::ctx::Ctx;
 use super::raw::RawFleet;
-use super::resolve::Ctx;
 use super::settings::{FleetSettings, RedisUrl};
 use crate::error::Error;
 

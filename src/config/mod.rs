@@ -3,9 +3,11 @@
 
 mod ca_cert;
 mod cache;
+mod ctx;
 mod fleet;
 mod guidance;
 mod overrides;
+mod place;
 mod policy;
 mod publish;
 mod raw;
@@ -15,23 +17,25 @@ mod route_wire;
 mod routes;
 mod settings;
 mod skills;
+mod tool_settings;
 mod tools;
 mod unknown_keys;
 pub mod url;
 
 pub use guidance::{GUIDANCE_CAP, GUIDANCE_FILES, Guidance, GuidanceDoc, Instruction};
 pub use overrides::{Overrides, SIM_SCALE};
+pub use place::ConfigPlace;
 pub use policy::Thresholds;
 pub use publish::{PublishSettings, Resolve};
 pub use route_settings::*;
 pub use settings::*;
-pub use tools::{
+pub use tool_settings::{
     BUILT_IN_MAX_TURNS, DEFAULT_MAX_TOOL_CALLS, DEFAULT_MAX_TURNS, ToolBounds, ToolsMode,
 };
 pub use unknown_keys::{UnknownKey, shown_warning};
 
 use crate::error::{Error, Result};
-use resolve::Ctx;
+use ctx::Ctx;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 

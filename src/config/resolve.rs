@@ -1,6 +1,7 @@
 //! Raw TOML → validated [`Settings`]. Every error points at the file, line and column of
 //! the offending value and says what is expected instead.
 
+use super::ctx::Ctx;
 use super::raw::{RawBreaker, RawChunking, RawConfig, RawDefaults, RawExecution, S};
 use super::route_settings::*;
 use super::routes::{resolve_routes, route_from_selector};
@@ -9,9 +10,6 @@ use super::skills::{output_thresholds, resolve_skills, resolve_triggers};
 use crate::error::Error;
 use crate::path_rules::PathRules;
 use crate::severity::{Confidence, FailOn, Severity};
-use std::path::Path;
-use std::str::FromStr;
-use std::time::Duration;
 
 /// Keys Warden knows and warden deliberately does not use: warned about by name.
 const WARDEN_ONLY_KEYS: &[&str] = &[
@@ -37,94 +35,6 @@ pub(super) fn ignored_key_warning(key: &str) -> Option<String> {
         .iter()
         .any(|k| key == *k || key.starts_with(&format!("{k}.")));
     known.then(|| format!("`{key}` is a Warden setting warden does not use; it is ignored"))
-}
-
-pub(super) struct Ctx<'a> {
-    pub path: &'a Path,
-    pub src: &'a str,
-    pub beside: &'a super::Beside<'a>,
-}
-
-impl Ctx<'_> {
-    pub fn err_at(&self, offset: usize, message: impl Into<String>) -> Error {
-        let (line, column) = line_col(self.src, offset);
-        Error::Config {
-            path: self.path.to_path_buf(),
-            line,
-            column,
-            message: message.into(),
-        }
-    }
-
-    /// Where `value` is written, for an error found after loading.
-    pub fn place<T>(&self, value: &S<T>) -> super::ConfigPlace {
-        let (line, column) = line_col(self.src, value.span().start);
-        super::ConfigPlace {
-            path: self.path.to_path_buf(),
-            line,
-            column,
-        }
-    }
-
-    pub fn err<T>(&self, value: &S<T>, message: impl Into<String>) -> Error {
-        self.err_at(value.span().start, message)
-    }
-
-    pub fn parse<T: FromStr<Err = String>>(&self, v: &S<String>, key: &str) -> Result<T, Error> {
-        v.get_ref()
-            .parse::<T>()
-            .map_err(|e| self.err(v, format!("{key}: {e}")))
-    }
-
-    fn duration(
-        &self,
-        v: &Option<S<String>>,
-        key: &str,
-        default: Duration,
-    ) -> Result<Duration, Error> {
-        let Some(v) = v else { return Ok(default) };
-        super::parse_duration(v.get_ref()).map_err(|e| self.err(v, format!("{key}: {e}")))
-    }
-
-    pub fn rules(&self, v: &S<Vec<String>>, key: &str) -> Result<PathRules, Error> {
-        PathRules::new(v.get_ref()).map_err(|(i, why)| {
-            self.err(
-                v,
-                format!(
-                    "{key}: invalid glob `{}`: {why}",
-                    v.get_ref().get(i).map(String::as_str).unwrap_or("")
-                ),
-            )
-        })
-    }
-
-    /// An amount of US dollars: finite and not negative.
-    pub fn usd(&self, v: &S<f64>, key: &str) -> Result<f64, Error> {
-        let x = *v.get_ref();
-        if !(x.is_finite() && x >= 0.0) {
-            return Err(self.err(
-                v,
-                format!("{key}: must be an amount in US dollars, 0 or more (for example 2.50)"),
-            ));
-        }
-        Ok(x)
-    }
-
-    pub fn positive(&self, v: &S<u32>, key: &str) -> Result<u32, Error> {
-        if *v.get_ref() == 0 {
-            return Err(self.err(v, format!("{key}: must be at least 1")));
-        }
-        Ok(*v.get_ref())
-    }
-}
-
-/// 1-based line and column (in characters) of a byte offset.
-pub(super) fn line_col(src: &str, offset: usize) -> (usize, usize) {
-    let offset = offset.min(src.len());
-    let before = &src[..offset];
-    let line = before.matches('\n').count() + 1;
-    let col = before.rsplit('\n').next().unwrap_or("").chars().count() + 1;
-    (line, col)
 }
 
 pub(super) fn resolve(raw: RawConfig, ctx: &Ctx) -> Result<Settings, Error> {

@@ -2,8 +2,8 @@
 //! `structuredOutput`, `contextWindow`, and the cache prices `cachedInputPrice` /
 //! `cacheWritePrice`. Each bad value names its file, line and column.
 
+use super::ctx::Ctx;
 use super::raw::{RawRoute, S};
-use super::resolve::Ctx;
 use super::route_settings::*;
 use crate::error::Error;
 

@@ -1,8 +1,8 @@
 //! `[[routes]]` → [`Route`]s, and Warden's `[defaults] model = "provider/model"` as a
 //! single route when the file has none.
 
+use super::ctx::Ctx;
 use super::raw::{RawRoute, S};
-use super::resolve::Ctx;
 use super::route_settings::*;
 use crate::error::Error;
 

@@ -2,6 +2,7 @@
 //! parsed durations and levels, resolved routes. Built by `resolve.rs` from the TOML
 //! and then adjusted by command-line flags.
 
+use super::place::ConfigPlace;
 use super::route_settings::Route;
 use crate::path_rules::PathRules;
 use crate::severity::{Confidence, FailOn, Severity};
@@ -255,18 +256,6 @@ pub struct SkillConfig {
     pub max_turns: Option<u32>,
 }
 
-/// A place in the config file, kept for errors found after loading (an unknown skill is
-/// known only once the skill directories are read).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ConfigPlace {
-    /// The config file.
-    pub path: PathBuf,
-    /// 1-based line.
-    pub line: usize,
-    /// 1-based column (in characters).
-    pub column: usize,
-}
-
 impl SkillConfig {
     /// A skill with no settings of its own.
     pub fn named(name: &str) -> Self {
@@ -506,6 +495,20 @@ impl Default for Settings {
             guidance: super::Guidance::default(),
             unknown_keys: Vec::new(),
             strict_config: false,
+        }
+    }
+}
+
+impl Settings {
+    /// Under `--strict-config` (`asked`) or `strictConfig = true`, the first unknown key is
+    /// an error naming its file and line.
+    pub fn refuse_unknown_keys(&self, asked: bool) -> crate::Result<()> {
+        if !(asked || self.strict_config) {
+            return Ok(());
+        }
+        match (self.unknown_keys.first(), &self.config_path) {
+            (Some(k), Some(path)) => Err(k.error(path)),
+            _ => Ok(()),
         }
     }
 }

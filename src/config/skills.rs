@@ -3,8 +3,8 @@
 //! `[[triggers]]` with `[triggers.filters]` and `[triggers.output]` (the earlier layout),
 //! and skills defined inline with `prompt`.
 
+use super::ctx::Ctx;
 use super::raw::{RawFilters, RawOutput, RawSkill, RawTrigger, S};
-use super::resolve::Ctx;
 use super::route_settings::Route;
 use super::settings::*;
 use crate::error::Error;

@@ -4,65 +4,15 @@
 //! (`[[skills]]`, Warden's `[[triggers]] maxTurns`). Every bound has a ceiling: a loop is
 //! bounded whatever the file says.
 
+use super::ctx::Ctx;
 use super::raw::{RawDefaults, RawExecution, S};
-use super::resolve::Ctx;
+use super::tool_settings::*;
 use crate::error::Error;
-
-/// `maxTurns` when unset: turns per unit, the final (tools off) turn included.
-pub const DEFAULT_MAX_TURNS: u32 = 8;
-/// The built-in skills' turns when nothing configures them: a small loop.
-pub const BUILT_IN_MAX_TURNS: u32 = 4;
-/// `maxToolCalls` when unset: tool calls per unit.
-pub const DEFAULT_MAX_TOOL_CALLS: u32 = 24;
-/// `toolResultBytes` when unset: one call's result.
-pub const DEFAULT_TOOL_RESULT_BYTES: usize = 32 * 1024;
-/// `toolBytesPerUnit` when unset: every result of one unit together.
-pub const DEFAULT_TOOL_BYTES_PER_UNIT: usize = 256 * 1024;
 
 const MAX_TURNS_CEILING: u32 = 100;
 const MAX_CALLS_CEILING: u32 = 1_000;
 const RESULT_BYTES_RANGE: (u64, u64) = (1024, 1 << 20);
 const UNIT_BYTES_RANGE: (u64, u64) = (1024, 16 << 20);
-
-/// Which skills run as a tool loop.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum ToolsMode {
-    /// Skills whose front matter (or config) lists tools (`[execution] tools` unset).
-    #[default]
-    Skills,
-    /// Every skill (`tools = true`): those that list none get `Read Grep Glob`.
-    All,
-    /// None (`tools = false`, or `--no-tools`): every unit is one request.
-    Off,
-}
-
-/// The bounds of one unit's loop.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ToolBounds {
-    /// Turns (requests) per unit, the final one included; a skill may set its own.
-    pub max_turns: u32,
-    /// Whether `max_turns` was configured (else the built-in skills use
-    /// [`BUILT_IN_MAX_TURNS`]).
-    pub max_turns_set: bool,
-    /// Tool calls per unit (a repeated call answered from memory counts too).
-    pub max_tool_calls: u32,
-    /// Bytes of one call's result.
-    pub result_bytes: usize,
-    /// Bytes of all of one unit's results.
-    pub unit_bytes: usize,
-}
-
-impl Default for ToolBounds {
-    fn default() -> Self {
-        ToolBounds {
-            max_turns: DEFAULT_MAX_TURNS,
-            max_turns_set: false,
-            max_tool_calls: DEFAULT_MAX_TOOL_CALLS,
-            result_bytes: DEFAULT_TOOL_RESULT_BYTES,
-            unit_bytes: DEFAULT_TOOL_BYTES_PER_UNIT,
-        }
-    }
-}
 
 /// `[execution] tools`, the bounds and `toolDeny` (validated as path patterns).
 pub(super) fn resolve(

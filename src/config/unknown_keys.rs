@@ -3,7 +3,7 @@
 //! similarity against the keys `warden init --example` documents). They are warnings, or
 //! errors under `--strict-config` / `strictConfig = true`.
 
-use super::resolve::line_col;
+use super::place::line_col;
 use crate::error::Error;
 use serde::Serialize;
 use std::path::Path;
@@ -74,20 +74,6 @@ pub fn shown_warning(path: Option<&Path>, warning: &str) -> String {
     match placed {
         Some((n, rest)) => format!("{}:{n}: {rest}", path.display()),
         None => format!("{}: {warning}", path.display()),
-    }
-}
-
-impl super::Settings {
-    /// Under `--strict-config` (`asked`) or `strictConfig = true`, the first unknown key is
-    /// an error naming its file and line.
-    pub fn refuse_unknown_keys(&self, asked: bool) -> crate::Result<()> {
-        if !(asked || self.strict_config) {
-            return Ok(());
-        }
-        match (self.unknown_keys.first(), &self.config_path) {
-            (Some(k), Some(path)) => Err(k.error(path)),
-            _ => Ok(()),
-        }
     }
 }
 
