@@ -30,6 +30,7 @@ pub mod progress;
 pub mod prompt;
 pub mod provider;
 pub mod publish;
+pub mod render;
 pub mod report;
 pub mod review;
 pub mod scan;

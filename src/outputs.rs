@@ -10,7 +10,8 @@
 
 use crate::atomic_file::Output;
 use crate::error::{Error, Result};
-use crate::report::{Format, OutputSpec, Report, redact_text, summary_md};
+use crate::render::{self, Layout, summary_md};
+use crate::report::{Format, OutputSpec, Report, redact_text};
 use std::io::Write;
 use std::path::{Component, Path, PathBuf};
 
@@ -74,7 +75,7 @@ pub struct Outputs {
     /// is the second line).
     keys: crate::provider::secret::Redactor,
     /// How the text report on stdout is laid out (files are never wrapped).
-    layout: crate::report::text::Layout,
+    layout: Layout,
 }
 
 fn create(path: &Path, checkout: Option<&Path>) -> Result<Output> {
@@ -160,7 +161,7 @@ impl Outputs {
         Ok(Outputs {
             destinations,
             keys: crate::provider::secret::Redactor::new(&[]),
-            layout: crate::report::text::Layout::default(),
+            layout: Layout::default(),
         })
     }
 
@@ -171,7 +172,7 @@ impl Outputs {
     }
 
     /// Lays out the text report on stdout (its width, `-v`'s full route table).
-    pub fn text_layout(mut self, layout: crate::report::text::Layout) -> Self {
+    pub fn text_layout(mut self, layout: Layout) -> Self {
         self.layout = layout;
         self
     }
@@ -189,12 +190,12 @@ impl Outputs {
         let mut first_error = None;
         let keys = self.keys;
         let layout = self.layout;
-        let render = |format: Format| redact_text(&keys, &format.render(report));
+        let render = |format: Format| redact_text(&keys, &render::render(format, report));
         for d in self.destinations {
             let what = format!("the {} report", d.format.name());
             let (text, result, name, what) = match d.sink {
                 Sink::Stdout => {
-                    let text = redact_text(&keys, &d.format.render_with(report, layout));
+                    let text = redact_text(&keys, &render::render_with(d.format, report, layout));
                     let result = write_stdout(&text);
                     (text, result, "<stdout>".into(), what)
                 }

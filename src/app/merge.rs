@@ -6,7 +6,7 @@ use super::setup_color;
 use std::path::PathBuf;
 use warden::error::{Error, Result};
 use warden::outputs::Outputs;
-use warden::report::text::Layout;
+use warden::render::Layout;
 
 pub(super) fn merge_cmd(args: &MergeArgs) -> Result<i32> {
     setup_color(&args.ui, args.outputs.iter().any(|o| o.format.is_none()));

@@ -16,8 +16,8 @@ use warden::outputs::Outputs;
 use warden::prepare::prepare;
 use warden::progress::{Mode, Progress};
 use warden::publish;
+use warden::render::Layout;
 use warden::report::published::Published;
-use warden::report::text::Layout;
 use warden::report::{WarningSource, Warnings};
 use warden::review::{self, ReviewInput};
 use warden::telemetry::{self, Telemetry};
@@ -288,7 +288,7 @@ fn nothing_to_review(
     }
     Some(format!(
         "{}\n",
-        warden::report::text::nothing_to_review(
+        warden::render::text::nothing_to_review(
             &plan.target,
             plan.skipped_files.len(),
             &args.selection.plan_command()

@@ -10,7 +10,7 @@ use crate::text::fnv1a;
 /// How every finding marker starts.
 pub const FINDING: &str = "<!-- warden:finding:v1 ";
 /// The marker of the sticky summary (the Markdown report's own).
-pub use crate::report::markdown::MARKER as STICKY;
+pub use crate::render::markdown::MARKER as STICKY;
 /// Where the sticky summary lists the findings posted in review bodies.
 pub const BODY_LIST: &str = "<!-- warden:body-findings";
 

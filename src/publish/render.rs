@@ -5,7 +5,8 @@
 //! any backtick run in it, and every body stays under the forge's size limit.
 
 use super::marker::{BODY_LIST, Marker};
-use crate::report::{Finding, Report, ReviewOutcome, markdown};
+use crate::render::markdown;
+use crate::report::{Finding, Report, ReviewOutcome};
 use crate::text::escape::{md_code, md_inline};
 use std::fmt::Write;
 

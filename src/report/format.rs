@@ -2,7 +2,6 @@
 //! several formats (SARIF for code scanning, rdjsonl for reviewdog, a PR comment) without
 //! running twice.
 
-use super::{Report, github, gitlab, markdown, rdjson, sarif, text};
 use crate::text::escape;
 use std::path::PathBuf;
 use std::str::FromStr;
@@ -43,33 +42,6 @@ impl Format {
         Format::Gitlab,
         Format::Markdown,
     ];
-
-    /// Renders `r` in this format. JSON documents may be printed to a CI log, so command
-    /// markers inside their strings are escaped (the documents mean the same). Every
-    /// format but GitHub's annotations (warden's own commands, each built from escaped
-    /// fields) then passes the line guard: no line of it can be read as a CI command.
-    pub fn render(self, r: &Report) -> String {
-        self.render_with(r, text::Layout::default())
-    }
-
-    /// [`Format::render`], the text report laid out by `layout` (stdout's width, `-v`).
-    pub fn render_with(self, r: &Report, layout: text::Layout) -> String {
-        let text = match self {
-            Format::Text => text::render_with(r, layout),
-            Format::Json => {
-                let mut s = serde_json::to_string_pretty(r).expect("report serializes");
-                s.push('\n');
-                escape::json_doc(&s)
-            }
-            Format::Sarif => escape::json_doc(&sarif::render(r)),
-            Format::Github => return github::render(r),
-            Format::Rdjsonl => escape::json_doc(&rdjson::render_lines(r)),
-            Format::Rdjson => escape::json_doc(&rdjson::render_result(r)),
-            Format::Gitlab => escape::json_doc(&gitlab::render(r)),
-            Format::Markdown => markdown::render(r),
-        };
-        escape::guard(&text).into_owned()
-    }
 
     /// The format's name on the command line.
     pub fn name(self) -> String {

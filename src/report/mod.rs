@@ -6,24 +6,15 @@ mod build;
 mod cuts;
 mod dedupe;
 mod dropped;
-mod fit;
 mod format;
-pub mod github;
-pub mod gitlab;
 mod load;
-pub mod markdown;
 mod merge;
 mod metrics;
 pub mod published;
-pub mod rdjson;
 mod redact;
 mod rules;
-pub mod sarif;
 mod setup;
 mod source;
-pub mod summary_md;
-pub mod text;
-mod text_routes;
 mod tool_loops;
 mod vcs;
 mod warnings;
@@ -466,52 +457,9 @@ impl From<&crate::engine::AttemptLog> for AttemptReport {
     }
 }
 
-/// A route's figures as table cells, in the order every route table shows them: calls,
-/// ok, timeouts, unavailable, rate limited, failovers from, p50, p95, max, TTFT p95.
-pub(crate) fn route_cells(m: &RouteMetrics, none: &str) -> [String; 10] {
-    [
-        m.calls.to_string(),
-        m.ok.to_string(),
-        m.timeouts.to_string(),
-        m.unavailable.to_string(),
-        m.rate_limited.to_string(),
-        m.failovers_from.to_string(),
-        secs(m.p50_ms, none),
-        secs(m.p95_ms, none),
-        secs(m.max_ms, none),
-        secs(m.ttft_p95_ms, none),
-    ]
-}
-
-/// Milliseconds in the one duration format of every human output ("900ms", "4.2s",
-/// "1m30s"; `config::format_duration`), or `none` when absent.
-pub(crate) fn secs(v: Option<u64>, none: &str) -> String {
-    v.map(|v| crate::config::format_duration(std::time::Duration::from_millis(v)))
-        .unwrap_or_else(|| none.to_string())
-}
-
 /// An amount of USD as reports show it: rounded to a billionth of a dollar, so sums
 /// taken in a different order (a merged report's) give the same figure. Never `-0.0`:
 /// the sum of no costs is `-0.0` in Rust, and reports would print `"costUsd": -0.0`.
 pub(crate) fn usd(x: f64) -> f64 {
     (x * 1e9).round() / 1e9 + 0.0
-}
-
-/// Each finding's id, made unique within the report: two findings can share an id (the
-/// same line text twice in a file), and GitLab and code scanning would take them for one,
-/// so a repeat gets its occurrence number (`W…-2`). The first keeps the bare id, and the
-/// order of identical lines survives line shifts, so fingerprints stay stable.
-pub(crate) fn unique_ids(findings: &[Finding]) -> Vec<String> {
-    let mut seen: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
-    findings
-        .iter()
-        .map(|f| {
-            let n = seen.entry(f.id.as_str()).or_default();
-            *n += 1;
-            match *n {
-                1 => f.id.clone(),
-                n => format!("{}-{n}", f.id),
-            }
-        })
-        .collect()
 }

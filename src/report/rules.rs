@@ -3,7 +3,7 @@
 //! into the skill catalog.
 
 use crate::skills::{ActiveSkill, SkillOrigin};
-use crate::trust::{SkillSource, SkillUse, TrustReport};
+use crate::trust::{SkillSource, SkillUse};
 use serde::{Deserialize, Serialize};
 
 /// The longest instructions summary kept per skill (characters).
@@ -81,29 +81,6 @@ pub(crate) fn summary(body: &str) -> String {
         out.push_str(para);
     }
     out
-}
-
-/// `code-review (built-in), perf (.warden/skills/perf.md, from the change, OVERRIDES
-/// BUILT-IN)`: the skills line of the text and Markdown reports. Unescaped.
-pub fn skills_line(skills: &[SkillInfo], trust: Option<&TrustReport>) -> String {
-    let base = trust.map(|t| t.short_commit()).unwrap_or_default();
-    skills
-        .iter()
-        .map(|s| {
-            let mut parts: Vec<String> = Vec::new();
-            match (&s.path, s.origin) {
-                (_, SkillSource::BuiltIn) | (None, _) => parts.push("built-in".into()),
-                (Some(p), SkillSource::Base) => parts.push(format!("{p} from base {base}")),
-                (Some(p), SkillSource::Change) => parts.push(format!("{p}, from the change")),
-                (Some(p), SkillSource::Repository) => parts.push(p.clone()),
-            }
-            if s.overrides_builtin {
-                parts.push("OVERRIDES BUILT-IN".into());
-            }
-            format!("{} ({})", s.name, parts.join(", "))
-        })
-        .collect::<Vec<_>>()
-        .join(", ")
 }
 
 #[cfg(test)]

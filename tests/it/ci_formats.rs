@@ -4,7 +4,8 @@
 
 use crate::report_formats::{assert_valid, fixture, repo_schema, sarif_schema};
 use serde_json::Value;
-use warden::report::{self, Finding, Report, ReviewOutcome, markdown};
+use warden::render::{self, markdown};
+use warden::report::{Finding, Report, ReviewOutcome};
 use warden::severity::Severity;
 
 fn lines_json(text: &str) -> Vec<Value> {
@@ -16,7 +17,7 @@ fn lines_json(text: &str) -> Vec<Value> {
 #[test]
 fn rdjsonl_is_one_valid_reviewdog_diagnostic_per_finding() {
     let r = fixture();
-    let text = report::rdjson::render_lines(&r);
+    let text = render::rdjson::render_lines(&r);
     let schema = repo_schema("reviewdog-rdf-diagnostic.json");
     let lines = lines_json(&text);
     assert_eq!(lines.len(), r.findings.len());
@@ -46,7 +47,7 @@ fn rdjsonl_is_one_valid_reviewdog_diagnostic_per_finding() {
 
 #[test]
 fn rdjson_is_one_valid_diagnostic_result() {
-    let text = report::rdjson::render_result(&fixture());
+    let text = render::rdjson::render_result(&fixture());
     let doc: Value = serde_json::from_str(&text).unwrap();
     assert_valid(&repo_schema("reviewdog-rdf-diagnostic-result.json"), &doc);
     assert_eq!(doc["diagnostics"].as_array().unwrap().len(), 2);
@@ -72,12 +73,12 @@ fn severities_map_to_each_tools_scale() {
         ..template.clone()
     })
     .collect();
-    let rd: Vec<String> = lines_json(&report::rdjson::render_lines(&r))
+    let rd: Vec<String> = lines_json(&render::rdjson::render_lines(&r))
         .iter()
         .map(|d| d["severity"].as_str().unwrap().to_string())
         .collect();
     assert_eq!(rd, ["ERROR", "ERROR", "WARNING", "INFO", "INFO"]);
-    let gl: Value = serde_json::from_str(&report::gitlab::render(&r)).unwrap();
+    let gl: Value = serde_json::from_str(&render::gitlab::render(&r)).unwrap();
     let gl: Vec<&str> = gl
         .as_array()
         .unwrap()
@@ -90,7 +91,7 @@ fn severities_map_to_each_tools_scale() {
 #[test]
 fn gitlab_code_quality_fingerprints_survive_line_shifts_and_are_unique() {
     let r = fixture();
-    let text = report::gitlab::render(&r);
+    let text = render::gitlab::render(&r);
     let issues: Value = serde_json::from_str(&text).unwrap();
     let first = &issues[0];
     assert_eq!(first["check_name"], "warden/security-review");
@@ -107,7 +108,7 @@ fn gitlab_code_quality_fingerprints_survive_line_shifts_and_are_unique() {
     let mut moved = fixture();
     moved.findings[0].start_line += 10;
     moved.findings[0].end_line += 10;
-    let moved: Value = serde_json::from_str(&report::gitlab::render(&moved)).unwrap();
+    let moved: Value = serde_json::from_str(&render::gitlab::render(&moved)).unwrap();
     assert_eq!(first["fingerprint"], moved[0]["fingerprint"]);
     assert_eq!(first["fingerprint"], r.findings[0].id.as_str());
     // Two findings with one id (the same line text twice) still get distinct fingerprints.
@@ -116,14 +117,14 @@ fn gitlab_code_quality_fingerprints_survive_line_shifts_and_are_unique() {
     copy.start_line = 40;
     copy.end_line = 40;
     twice.findings.push(copy);
-    let twice: Value = serde_json::from_str(&report::gitlab::render(&twice)).unwrap();
+    let twice: Value = serde_json::from_str(&render::gitlab::render(&twice)).unwrap();
     assert_ne!(twice[0]["fingerprint"], twice[2]["fingerprint"]);
     insta::assert_snapshot!("gitlab", text);
 }
 
 #[test]
 fn sarif_carries_what_code_scanning_requires() {
-    let sarif: Value = serde_json::from_str(&report::sarif::render(&fixture())).unwrap();
+    let sarif: Value = serde_json::from_str(&render::sarif::render(&fixture())).unwrap();
     assert_valid(&sarif_schema(), &sarif);
     let run = &sarif["runs"][0];
     let rules = run["tool"]["driver"]["rules"].as_array().unwrap();
@@ -174,7 +175,7 @@ fn sarif_carries_what_code_scanning_requires() {
     // Without a repository address there is no provenance (SARIF requires the URI).
     let mut bare = fixture();
     bare.vcs = None;
-    let bare: Value = serde_json::from_str(&report::sarif::render(&bare)).unwrap();
+    let bare: Value = serde_json::from_str(&render::sarif::render(&bare)).unwrap();
     assert!(bare["runs"][0].get("versionControlProvenance").is_none());
     assert_valid(&sarif_schema(), &bare);
 }
@@ -325,7 +326,7 @@ fn the_step_summary_stays_under_one_mib_and_says_what_was_cut() {
     for f in &mut r.findings {
         f.title = format!("{} {}", f.title, "long title ".repeat(30));
     }
-    let summary = report::summary_md::render(&r);
+    let summary = render::summary_md::render(&r);
     assert!(summary.len() < 1024 * 1024, "{} bytes", summary.len());
     let note = summary
         .lines()
@@ -337,5 +338,5 @@ fn the_step_summary_stays_under_one_mib_and_says_what_was_cut() {
         "the tables after the findings survive"
     );
     // A small report is not cut.
-    assert!(!report::summary_md::render(&fixture()).contains("not shown"));
+    assert!(!render::summary_md::render(&fixture()).contains("not shown"));
 }

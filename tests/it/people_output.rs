@@ -9,8 +9,8 @@ use crate::report_formats::fixture;
 use crate::support::Repo;
 use serde_json::Value;
 use warden::engine::BreakerState;
-use warden::report::text::Layout;
-use warden::report::{self, ReviewOutcome, markdown, summary_md};
+use warden::render::{self, Layout, markdown, summary_md};
+use warden::report::ReviewOutcome;
 
 /// The Markdown verdict line (the line after the sticky marker).
 fn verdict(body: &str) -> &str {
@@ -85,7 +85,7 @@ fn breaker_states_read_as_words_for_people_and_as_enum_values_in_json() {
     ] {
         let mut r = fixture();
         r.routes.get_mut("primary").unwrap().breaker.state = state;
-        let text = report::text::render_with(&r, Layout::at(200, false));
+        let text = render::text::render_with(&r, Layout::at(200, false));
         let step = summary_md::render(&r);
         for (what, out) in [("text", &text), ("step summary", &step)] {
             assert!(out.contains(words), "{what}: {out}");
@@ -104,7 +104,7 @@ fn every_human_output_prints_durations_one_way() {
     console::set_colors_enabled(false);
     let r = fixture();
     // The review took its whole 900 s budget.
-    let text = report::text::render_with(&r, Layout::at(120, true));
+    let text = render::text::render_with(&r, Layout::at(120, true));
     assert!(
         text.contains("2 findings in 15m (budget 15m); budget ran out"),
         "{text}"
@@ -170,7 +170,7 @@ fn long_finding_lines_wrap_at_words_under_a_hanging_indent() {
     let description = "An attacker who can time responses recovers the token byte by byte; compare with hmac.compare_digest over the whole value instead of ==.";
     r.findings[0].title = title.into();
     r.findings[0].description = description.into();
-    let text = report::text::render_with(&r, Layout::at(80, false));
+    let text = render::text::render_with(&r, Layout::at(80, false));
     let block: Vec<&str> = text
         .lines()
         .skip_while(|l| !l.contains("HIGH"))
@@ -202,7 +202,7 @@ fn long_finding_lines_wrap_at_words_under_a_hanging_indent() {
         .collect();
     assert_eq!(got, want);
     // Today's binary wrote the finding as one 150-column line.
-    assert!(report::text::render(&r).lines().any(|l| l.len() > 120));
+    assert!(render::text::render(&r).lines().any(|l| l.len() > 120));
 }
 
 /// `-v` progress on a route where nothing listens (the real binary, plain lines because

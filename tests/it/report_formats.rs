@@ -13,6 +13,7 @@ use warden::engine::{
 use warden::findings::ModelFinding;
 use warden::plan::Plan;
 use warden::provider::{AttemptRecord, Outcome, Stage, Usage};
+use warden::render;
 use warden::report::{self, Report, ReviewOutcome, SkillInfo, Vcs, Warning, WarningSource};
 use warden::severity::{Confidence, FailOn, Severity};
 use warden::skills::ActiveSkill;
@@ -318,7 +319,7 @@ pub fn sarif_schema() -> jsonschema::Validator {
 #[test]
 fn text_report() {
     console::set_colors_enabled(false);
-    let text = report::text::render(&fixture());
+    let text = render::text::render(&fixture());
     assert!(text.contains("NOT REVIEWED: 2 of 4 units"), "{text}");
     assert!(!text.contains("No findings"), "{text}");
     insta::assert_snapshot!("text", text);
@@ -329,13 +330,13 @@ fn text_report() {
 /// 80 and the full one at 120 (and at 80 with -v).
 #[test]
 fn text_report_wraps_to_the_terminal_width() {
-    use warden::report::text::Layout;
+    use warden::render::Layout;
     console::set_colors_enabled(false);
     let r = fixture();
-    let whole = report::text::render(&r);
+    let whole = render::text::render(&r);
     let words = |s: &str| s.split_whitespace().map(str::to_string).collect::<Vec<_>>();
     for width in [80, 120] {
-        let text = report::text::render_with(&r, Layout::at(width, false));
+        let text = render::text::render_with(&r, Layout::at(width, false));
         for line in text.lines() {
             assert!(
                 line.chars().count() <= width,
@@ -349,14 +350,14 @@ fn text_report_wraps_to_the_terminal_width() {
         assert_eq!(prose(&text), prose(&whole), "{width}: words cut or lost");
         insta::assert_snapshot!(format!("text_{width}"), text);
     }
-    let narrow = report::text::render_with(&r, Layout::at(80, false));
+    let narrow = render::text::render_with(&r, Layout::at(80, false));
     assert!(
         narrow.contains("not ok") && !narrow.contains("unavailable"),
         "{narrow}"
     );
-    let wide = report::text::render_with(&r, Layout::at(120, false));
+    let wide = render::text::render_with(&r, Layout::at(120, false));
     assert!(wide.contains("unavailable rate-ltd"), "{wide}");
-    let verbose = report::text::render_with(&r, Layout::at(80, true));
+    let verbose = render::text::render_with(&r, Layout::at(80, true));
     assert!(verbose.contains("unavailable rate-ltd"), "-v: {verbose}");
     // Not a terminal: nothing wrapped, the full table.
     assert!(whole.contains("unavailable rate-ltd"));
@@ -373,7 +374,7 @@ fn json_report_matches_its_schema() {
 #[test]
 fn sarif_report_validates_against_the_official_schema() {
     let sarif: serde_json::Value =
-        serde_json::from_str(&report::sarif::render(&fixture())).unwrap();
+        serde_json::from_str(&render::sarif::render(&fixture())).unwrap();
     assert_valid(&sarif_schema(), &sarif);
     let inv = &sarif["runs"][0]["invocations"][0];
     assert_eq!(inv["executionSuccessful"], false);
@@ -390,24 +391,24 @@ fn sarif_report_validates_against_the_official_schema() {
     let mut moved = fixture();
     moved.findings[0].start_line += 10;
     moved.findings[0].end_line += 10;
-    let moved: serde_json::Value = serde_json::from_str(&report::sarif::render(&moved)).unwrap();
+    let moved: serde_json::Value = serde_json::from_str(&render::sarif::render(&moved)).unwrap();
     assert_eq!(
         sarif["runs"][0]["results"][0]["partialFingerprints"],
         moved["runs"][0]["results"][0]["partialFingerprints"]
     );
     insta::assert_snapshot!(
         "sarif",
-        report::sarif::render(&fixture()).replace(env!("CARGO_PKG_VERSION"), "VERSION")
+        render::sarif::render(&fixture()).replace(env!("CARGO_PKG_VERSION"), "VERSION")
     );
 }
 
 #[test]
 fn github_annotations_and_step_summary() {
-    let gh = report::github::render(&fixture());
+    let gh = render::github::render(&fixture());
     assert!(gh.contains("::error file=app/users.py,line=18,endLine=18,title=[high] SQL injection%2C via \"term\" (security-review)::User input reaches the query: 100%25 exploitable.%0AUse bound parameters."), "{gh}");
     assert!(gh.contains("::warning file=web/app.js,line=1,endLine=8,title=NOT reviewed (timed_out) by security-review::"), "{gh}");
     insta::assert_snapshot!("github", gh);
-    insta::assert_snapshot!("step_summary", report::summary_md::render(&fixture()));
+    insta::assert_snapshot!("step_summary", render::summary_md::render(&fixture()));
 }
 
 #[test]
@@ -438,7 +439,7 @@ fn exit_codes_follow_fail_on_and_completeness() {
 fn each_route_s_limit_and_back_pressure_are_in_json_and_text() {
     console::set_colors_enabled(false);
     let mut r = fixture();
-    let plain = report::text::render(&r);
+    let plain = render::text::render(&r);
     assert!(!plain.contains("back-pressure"), "nothing to say: {plain}");
     let primary = r.routes.get_mut("primary").unwrap();
     primary.limit = Some(report::LimitFigures {
@@ -460,7 +461,7 @@ fn each_route_s_limit_and_back_pressure_are_in_json_and_text() {
         json["routes"]["primary"]["backpressure"],
         serde_json::json!({"answers": 3, "pausedMs": 1500})
     );
-    let text = report::text::render(&r);
+    let text = render::text::render(&r);
     let line = text
         .lines()
         .find(|l| l.contains("back-pressure"))
@@ -559,7 +560,7 @@ fn cuts_are_counted_and_named_in_every_format_a_person_reads() {
     let r = fixture_with_cuts();
     let json = serde_json::to_value(&r).unwrap();
     assert_valid(&report_schema(), &json);
-    let sarif: serde_json::Value = serde_json::from_str(&report::sarif::render(&r)).unwrap();
+    let sarif: serde_json::Value = serde_json::from_str(&render::sarif::render(&r)).unwrap();
     assert_valid(&sarif_schema(), &sarif);
     let notes = sarif["runs"][0]["invocations"][0]["toolExecutionNotifications"]
         .as_array()
@@ -573,7 +574,7 @@ fn cuts_are_counted_and_named_in_every_format_a_person_reads() {
         cuts[0]["message"]["text"],
         "3 changed files not reviewed: limit maxFiles = 4: src/padding_0.py, src/padding_1.py, src/padding_2.py"
     );
-    let gh = report::github::render(&r);
+    let gh = render::github::render(&r);
     assert!(
         gh.contains("::notice title=warden::3 changed files not reviewed: limit maxFiles = 4\n"),
         "{gh}"
@@ -584,7 +585,7 @@ fn cuts_are_counted_and_named_in_every_format_a_person_reads() {
         ),
         "{gh}"
     );
-    insta::assert_snapshot!("cuts_text", report::text::render(&r));
-    insta::assert_snapshot!("cuts_markdown", report::markdown::render(&r));
-    insta::assert_snapshot!("cuts_step_summary", report::summary_md::render(&r));
+    insta::assert_snapshot!("cuts_text", render::text::render(&r));
+    insta::assert_snapshot!("cuts_markdown", render::markdown::render(&r));
+    insta::assert_snapshot!("cuts_step_summary", render::summary_md::render(&r));
 }

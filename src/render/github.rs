@@ -1,7 +1,7 @@
 //! GitHub Actions workflow commands: one `::error`/`::warning`/`::notice` line per finding,
 //! and one per unit that was not reviewed, escaped as the runner expects.
 
-use super::Report;
+use crate::report::Report;
 use crate::severity::Severity;
 use crate::text::escape::{gh_data as escape_data, gh_property as escape_property};
 use std::fmt::Write;

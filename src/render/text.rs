@@ -3,8 +3,9 @@
 //! words to the terminal's width under a hanging indent ([`Layout`]); the route table is
 //! compact under 100 columns (`text_routes.rs`).
 
-use super::{Report, ReviewOutcome};
+use super::Layout;
 use crate::engine::UnitStatus;
+use crate::report::{Finding, Report, ReviewOutcome};
 use crate::severity::Severity;
 use crate::text::escape;
 use crate::text::wrap;
@@ -15,62 +16,8 @@ use std::fmt::Write;
 /// How many not-reviewed units are listed by location before "and N more".
 const LIST_LIMIT: usize = 20;
 
-/// Below this many columns the route table is the compact one (unless `-v`).
-pub const WIDE: usize = 100;
-
-/// The narrowest width wrapped to: a narrower terminal (or `COLUMNS`) gets this many.
-const MIN_WIDTH: usize = 40;
-
 /// Where model text under a finding starts.
 const BODY_INDENT: usize = 11;
-
-/// How the text report is laid out: the width its lines wrap to (None: not wrapped) and
-/// whether the full route table is asked for (`-v`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Layout {
-    /// Columns; None writes every line whole (a file, a pipe, a CI log).
-    pub width: Option<usize>,
-    /// `-v`: the full route table at any width.
-    pub verbose: bool,
-}
-
-impl Layout {
-    /// The layout for stdout. `COLUMNS` wins when set (as for most terminal programs);
-    /// else a terminal's width; else no wrapping: a pipe, a file or a CI log viewer wraps
-    /// on its own, and tools that read the text (grep, ripgrep, log search) see each line
-    /// whole. ripgrep never wraps; cargo-nextest sizes only its progress bar to the
-    /// terminal and writes whole lines otherwise.
-    pub fn for_stdout(verbose: bool) -> Layout {
-        let columns = std::env::var("COLUMNS")
-            .ok()
-            .and_then(|c| c.trim().parse::<usize>().ok())
-            .filter(|&c| c > 0);
-        let term = console::Term::stdout();
-        let width = columns.or_else(|| {
-            term.is_term()
-                .then(|| term.size_checked().map(|(_, cols)| usize::from(cols)))
-                .flatten()
-        });
-        Layout {
-            width: width.map(|w| w.max(MIN_WIDTH)),
-            verbose,
-        }
-    }
-
-    /// A layout of `width` columns.
-    pub fn at(width: usize, verbose: bool) -> Layout {
-        Layout {
-            width: Some(width.max(MIN_WIDTH)),
-            verbose,
-        }
-    }
-
-    /// Every column of the route table: with `-v`, in a terminal at least [`WIDE`]
-    /// columns wide, and whenever lines are not wrapped.
-    pub(super) fn full_table(self) -> bool {
-        self.verbose || self.width.is_none_or(|w| w >= WIDE)
-    }
-}
 
 /// Writes `text` (model output) indented under a finding, one logical line per input
 /// line, each escaped so that no line can pass for a CI command or restyle the terminal,
@@ -157,7 +104,7 @@ fn findings(out: &mut String, r: &Report, w: Option<usize>) {
             );
         }
     } else {
-        let mut by_file: BTreeMap<&str, Vec<&super::Finding>> = BTreeMap::new();
+        let mut by_file: BTreeMap<&str, Vec<&Finding>> = BTreeMap::new();
         for f in &r.findings {
             by_file.entry(f.path.as_str()).or_default().push(f);
         }
@@ -445,7 +392,7 @@ fn provenance(out: &mut String, r: &Report) {
         let _ = writeln!(
             out,
             "Skills: {}",
-            escape::inline(&super::rules::skills_line(&r.skills, r.trust.as_ref()))
+            escape::inline(&super::skills_line(&r.skills, r.trust.as_ref()))
         );
     }
 }

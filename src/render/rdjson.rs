@@ -3,7 +3,7 @@
 //! GitHub, GitLab, Gitea, Bitbucket and Gerrit. Units that were not reviewed are not
 //! diagnostics (they have no problem to point at); the other formats report them.
 
-use super::{Finding, Report};
+use crate::report::{Finding, Report};
 use crate::severity::Severity;
 use serde_json::{Value, json};
 

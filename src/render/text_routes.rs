@@ -2,8 +2,8 @@
 //! or when the report is not wrapped at all), a compact one that fits 80 columns
 //! otherwise. A route's load and tokens go under its row, wrapped.
 
-use super::text::Layout;
-use super::{Report, RouteMetrics};
+use super::Layout;
+use crate::report::{Report, RouteMetrics};
 use crate::text::wrap;
 use console::{Style, style};
 use std::fmt::Write;

@@ -5,7 +5,8 @@
 //! one sticky comment. GitHub refuses bodies over 65,536 characters, so the least severe
 //! findings are cut first, and the comment says what was cut.
 
-use super::{Finding, Report, ReviewOutcome, fit, summary_md};
+use super::{fit, summary_md};
+use crate::report::{Finding, Report, ReviewOutcome};
 use crate::text::escape::{md_code as code, md_code_cell as code_cell, md_inline as inline};
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -263,7 +264,7 @@ fn trust(out: &mut String, r: &Report) {
             .as_ref()
             .is_some_and(|t| !t.changed_by_review.is_empty())
     {
-        let line = super::rules::skills_line(&r.skills, r.trust.as_ref());
+        let line = super::skills_line(&r.skills, r.trust.as_ref());
         let _ = writeln!(out, "**Skills:** {}\n", inline(&line));
     }
     for w in &r.warnings {

@@ -1,7 +1,7 @@
 //! Size limits of the places reports land (a PR comment: 65,536 characters; a step
 //! summary: 1 MiB): show as many findings as fit, most severe first, and say what was cut.
 
-use super::Finding;
+use crate::report::Finding;
 use crate::severity::Severity;
 
 /// The largest `k` in `0..=n` for which `render(k)` `fits`, with that rendering; `render`

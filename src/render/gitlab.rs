@@ -2,7 +2,7 @@
 //! array of issues. The fingerprint is the finding id, which hashes skill, path, title and
 //! line text but not the line number, so it survives line shifts between pipelines.
 
-use super::Report;
+use crate::report::Report;
 use crate::severity::Severity;
 use serde_json::json;
 

@@ -6,7 +6,7 @@
 //! execution notification with `executionSuccessful: false` on the invocation, and so is
 //! each warning of the run (level `warning`).
 
-use super::{Finding, Report, ReviewOutcome};
+use crate::report::{Cut, Finding, Report, ReviewOutcome, UnitReport, Warning};
 use crate::severity::Severity;
 use crate::text::escape::md_inline;
 use serde_json::{Value, json};
@@ -26,7 +26,7 @@ pub fn rule_id(skill: &str) -> String {
 }
 
 /// A unit's first skill (a consolidated unit has several; its rule is the first's).
-fn first_skill(u: &super::UnitReport) -> &str {
+fn first_skill(u: &UnitReport) -> &str {
     u.skills.first().unwrap_or(&u.skill)
 }
 
@@ -130,7 +130,7 @@ fn uri(path: &str) -> String {
 /// One finding as a SARIF result.
 /// `fingerprint` is the finding's id made unique in the report ([`super::unique_ids`]):
 /// code scanning merges results that share one into one alert.
-fn result(f: &super::Finding, rule_index: usize, fingerprint: &str) -> Value {
+fn result(f: &Finding, rule_index: usize, fingerprint: &str) -> Value {
     let mut message = f.title.clone();
     if !f.description.is_empty() {
         message = format!("{message}: {}", f.description);
@@ -167,7 +167,7 @@ fn result(f: &super::Finding, rule_index: usize, fingerprint: &str) -> Value {
 }
 
 /// A unit that was not reviewed, as a tool execution notification.
-fn notification(u: &super::UnitReport, rule_index: usize) -> Value {
+fn notification(u: &UnitReport, rule_index: usize) -> Value {
     json!({
         "level": "error",
         "message": {"text": format!(
@@ -187,7 +187,7 @@ fn notification(u: &super::UnitReport, rule_index: usize) -> Value {
 }
 
 /// A warning of the run (config, route, cache, fleet) as a tool execution notification.
-fn warning(w: &super::Warning) -> Value {
+fn warning(w: &Warning) -> Value {
     json!({
         "level": "warning",
         "message": {"text": w.message},
@@ -198,7 +198,7 @@ fn warning(w: &super::Warning) -> Value {
 
 /// Files one limit cut, as a tool execution notification: the count and limit, the
 /// first files by name, every file in its properties.
-fn cut(r: &Report, c: &super::Cut) -> Value {
+fn cut(r: &Report, c: &Cut) -> Value {
     const NAMED: usize = 20;
     let paths: Vec<String> = r.cut_paths(c).collect();
     let mut text = format!(

@@ -3,8 +3,9 @@
 //! findings table is cut (least severe first) to stay under it, with a note saying what
 //! was cut.
 
-use super::{Report, ReviewOutcome, fit};
+use super::fit;
 use crate::engine::UnitStatus;
+use crate::report::{Report, ReviewOutcome};
 use crate::text::escape::{md_code, md_code_cell as code, md_inline as cell};
 use std::fmt::Write;
 
@@ -87,7 +88,7 @@ fn body(r: &Report, shown: usize) -> String {
         let _ = writeln!(out, "**Trust:** {}\n", cell(&line));
     }
     if !r.skills.is_empty() {
-        let line = super::rules::skills_line(&r.skills, r.trust.as_ref());
+        let line = super::skills_line(&r.skills, r.trust.as_ref());
         let _ = writeln!(out, "**Skills:** {}\n", cell(&line));
     }
     for w in &r.warnings {
