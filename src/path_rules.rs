@@ -55,7 +55,7 @@ impl PathRules {
                 None => (false, raw),
             };
             for glob in expand(body) {
-                let g = glob_for(&glob).map_err(|e| (i, e))?;
+                let g = glob_for(&glob).map_err(|e| (i, e.to_string()))?;
                 builder.add(g);
                 owner.push(compiled.len());
             }
@@ -100,12 +100,12 @@ impl PathRules {
 }
 
 /// Builds a glob with `*` not crossing `/` (gitignore semantics).
-pub(crate) fn glob_for(pattern: &str) -> Result<Glob, String> {
+pub(crate) fn glob_for(pattern: &str) -> Result<Glob, globset::ErrorKind> {
     GlobBuilder::new(pattern)
         .literal_separator(true)
         .backslash_escape(true)
         .build()
-        .map_err(|e| e.kind().to_string())
+        .map_err(|e| e.kind().clone())
 }
 
 /// One gitignore pattern as the globs that implement it.

@@ -47,44 +47,54 @@ pub const SEVERITY_NAMES: &str = "critical, high, medium, low, info";
 /// The confidence levels, as messages list them.
 pub const CONFIDENCE_NAMES: &str = "high, medium, low";
 
+/// A level that names none of the levels: the word as written, and which list it missed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LevelError {
+    /// Not a severity.
+    #[error("unknown severity `{0}`: expected one of {names}", names = SEVERITY_NAMES)]
+    Severity(String),
+    /// Not a severity, nor `off`.
+    #[error("unknown severity `{0}`: expected one of {names}, off", names = SEVERITY_NAMES)]
+    FailOn(String),
+    /// Not a confidence level.
+    #[error("unknown confidence `{0}`: expected one of {names}", names = CONFIDENCE_NAMES)]
+    Confidence(String),
+}
+
 impl FromStr for Severity {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = LevelError;
+    fn from_str(s: &str) -> Result<Self, LevelError> {
         match s.to_ascii_lowercase().as_str() {
             "critical" => Ok(Severity::Critical),
             "high" => Ok(Severity::High),
             "medium" => Ok(Severity::Medium),
             "low" => Ok(Severity::Low),
             "info" => Ok(Severity::Info),
-            _ => Err(format!(
-                "unknown severity `{s}`: expected one of {SEVERITY_NAMES}"
-            )),
+            _ => Err(LevelError::Severity(s.to_string())),
         }
     }
 }
 
 impl FromStr for FailOn {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = LevelError;
+    fn from_str(s: &str) -> Result<Self, LevelError> {
         if s.eq_ignore_ascii_case("off") || s.eq_ignore_ascii_case("none") {
             return Ok(FailOn::Off);
         }
         s.parse::<Severity>()
             .map(FailOn::At)
-            .map_err(|_| format!("unknown severity `{s}`: expected one of {SEVERITY_NAMES}, off"))
+            .map_err(|_| LevelError::FailOn(s.to_string()))
     }
 }
 
 impl FromStr for Confidence {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = LevelError;
+    fn from_str(s: &str) -> Result<Self, LevelError> {
         match s.to_ascii_lowercase().as_str() {
             "high" => Ok(Confidence::High),
             "medium" => Ok(Confidence::Medium),
             "low" => Ok(Confidence::Low),
-            _ => Err(format!(
-                "unknown confidence `{s}`: expected one of {CONFIDENCE_NAMES}"
-            )),
+            _ => Err(LevelError::Confidence(s.to_string())),
         }
     }
 }

@@ -23,12 +23,17 @@ pub struct Shard {
     pub plan_units: usize,
 }
 
+/// A `--shard` value that is not `K/N` with 1 ≤ K ≤ N (the value as written).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("`{0}` is not a shard: write K/N with 1 <= K <= N, e.g. 1/4")]
+pub struct NotAShard(pub String);
+
 impl FromStr for Shard {
-    type Err = String;
+    type Err = NotAShard;
 
     /// `K/N` with 1 ≤ K ≤ N.
-    fn from_str(s: &str) -> Result<Self, String> {
-        let bad = || format!("`{s}` is not a shard: write K/N with 1 <= K <= N, e.g. 1/4");
+    fn from_str(s: &str) -> Result<Self, NotAShard> {
+        let bad = || NotAShard(s.to_string());
         let (k, n) = s.split_once('/').ok_or_else(bad)?;
         let k: usize = k.trim().parse().map_err(|_| bad())?;
         let n: usize = n.trim().parse().map_err(|_| bad())?;

@@ -43,7 +43,11 @@ impl Ctx<'_> {
         self.err_at(value.span().start, message)
     }
 
-    pub fn parse<T: FromStr<Err = String>>(&self, v: &S<String>, key: &str) -> Result<T, Error> {
+    pub fn parse<T: FromStr<Err: std::fmt::Display>>(
+        &self,
+        v: &S<String>,
+        key: &str,
+    ) -> Result<T, Error> {
         v.get_ref()
             .parse::<T>()
             .map_err(|e| self.err(v, format!("{key}: {e}")))

@@ -129,7 +129,7 @@ fn model_warning(what: &str, model: &str) -> String {
     )
 }
 
-fn parse_opt<T: std::str::FromStr<Err = String>>(
+fn parse_opt<T: std::str::FromStr<Err: std::fmt::Display>>(
     ctx: &Ctx,
     v: &Option<S<String>>,
     key: &str,

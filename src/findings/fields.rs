@@ -11,37 +11,48 @@ use serde_json::{Map, Value};
 /// Values are quoted in reasons up to this many characters.
 const SHOWN: usize = 40;
 
+/// Why an entry of the list is not a finding (each value quoted as [`shown`] cuts it).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(super) enum NotAFinding {
+    #[error("not an object: {0}")]
+    NotObject(String),
+    #[error("no severity")]
+    NoSeverity,
+    #[error(
+        "severity {0} is none of critical, high, medium, low, info (or blocker, major, error, warning, minor, trivial, note)"
+    )]
+    Severity(String),
+    #[error("confidence {0} is neither high, medium, low nor a number from 0 to 1")]
+    Confidence(String),
+    #[error("no title")]
+    NoTitle,
+    #[error("no line")]
+    NoLine,
+    #[error("line {0} is not a line number")]
+    Line(String),
+}
+
 /// The finding in `v`, or why it is not one.
-pub(super) fn validate(v: &Value) -> Result<ModelFinding, String> {
+pub(super) fn validate(v: &Value) -> Result<ModelFinding, NotAFinding> {
     let Some(o) = v.as_object() else {
-        return Err(format!("not an object: {}", shown(v)));
+        return Err(NotAFinding::NotObject(shown(v)));
     };
     let text = |k: &str| o.get(k).and_then(Value::as_str).map(str::trim);
     let severity = match o.get("severity") {
-        None | Some(Value::Null) => return Err("no severity".into()),
-        Some(s) => severity(s).ok_or_else(|| {
-            format!(
-                "severity {} is none of critical, high, medium, low, info (or blocker, major, error, warning, minor, trivial, note)",
-                shown(s)
-            )
-        })?,
+        None | Some(Value::Null) => return Err(NotAFinding::NoSeverity),
+        Some(s) => severity(s).ok_or_else(|| NotAFinding::Severity(shown(s)))?,
     };
     let confidence = match o.get("confidence") {
         None | Some(Value::Null) => Confidence::Medium,
-        Some(c) => confidence(c).ok_or_else(|| {
-            format!(
-                "confidence {} is neither high, medium, low nor a number from 0 to 1",
-                shown(c)
-            )
-        })?,
+        Some(c) => confidence(c).ok_or_else(|| NotAFinding::Confidence(shown(c)))?,
     };
     let title = match text("title") {
         Some(t) if !t.is_empty() => t.to_string(),
-        _ => return Err("no title".into()),
+        _ => return Err(NotAFinding::NoTitle),
     };
     let (line, range_end) = match o.get("line") {
-        None | Some(Value::Null) => return Err("no line".into()),
-        Some(l) => lines(l).ok_or_else(|| format!("line {} is not a line number", shown(l)))?,
+        None | Some(Value::Null) => return Err(NotAFinding::NoLine),
+        Some(l) => lines(l).ok_or_else(|| NotAFinding::Line(shown(l)))?,
     };
     let end_line = end_line(o).or(range_end).unwrap_or(line);
     Ok(ModelFinding {
@@ -232,7 +243,9 @@ mod tests {
             json!(4294967296u64),
             json!([5]),
         ] {
-            let e = validate(&json!({"severity": "low", "title": "t", "line": bad})).unwrap_err();
+            let e = validate(&json!({"severity": "low", "title": "t", "line": bad}))
+                .unwrap_err()
+                .to_string();
             assert!(e.starts_with("line "), "{bad}: {e}");
         }
     }
@@ -253,7 +266,9 @@ mod tests {
             let f = ok(json!({"severity": word, "title": "t", "line": 3}));
             assert_eq!(f.severity, want, "{word}");
         }
-        let e = validate(&json!({"severity": "urgent", "title": "t", "line": 3})).unwrap_err();
+        let e = validate(&json!({"severity": "urgent", "title": "t", "line": 3}))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("\"urgent\""), "{e}");
     }
 
@@ -273,7 +288,8 @@ mod tests {
         for bad in [json!(1.5), json!(-0.1), json!("sure"), json!(true)] {
             let e =
                 validate(&json!({"severity": "low", "title": "t", "line": 3, "confidence": bad}))
-                    .unwrap_err();
+                    .unwrap_err()
+                    .to_string();
             assert!(e.starts_with("confidence"), "{bad}: {e}");
         }
     }
@@ -290,7 +306,7 @@ mod tests {
             ),
             (json!({"severity": "low", "title": "t"}), "no line"),
         ] {
-            let e = validate(&v).unwrap_err();
+            let e = validate(&v).unwrap_err().to_string();
             assert!(e.starts_with(reason), "{v}: {e}");
         }
     }

@@ -91,10 +91,33 @@ impl Extracted {
     }
 }
 
+/// Why an answer has no findings list to read: the `bad_response` outcome's reason.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NoFindings {
+    /// The answer stops inside a JSON object before any `findings` list.
+    #[error("the answer ends inside its last JSON object, before a `findings` list")]
+    Unclosed,
+    /// Nesting past [`MAX_NESTING`]: the reader stops rather than recurse.
+    #[error("the answer nests JSON deeper than {max} levels (at byte {at}): not read", max = MAX_NESTING)]
+    TooDeep {
+        /// The byte where the limit was passed.
+        at: usize,
+    },
+    /// No object with a `findings` list anywhere.
+    #[error("no JSON object with a `findings` list in the answer (starts with {start:?})")]
+    NoList {
+        /// The answer's first 80 characters.
+        start: String,
+    },
+    /// The reading was cut off before it ended (its thread panicked or was cancelled).
+    #[error("the findings extraction did not finish ({0})")]
+    Unfinished(String),
+}
+
 /// Extracts findings whose lines fall in `start..=end` (new-file numbers of the chunk),
 /// keeping at most [`DEFAULT_MAX_FINDINGS_PER_ANSWER`]. Err carries a short reason for
 /// the `bad_response` outcome.
-pub fn extract(answer: &str, start: u32, end: u32) -> Result<Extracted, String> {
+pub fn extract(answer: &str, start: u32, end: u32) -> Result<Extracted, NoFindings> {
     extract_capped(answer, start, end, DEFAULT_MAX_FINDINGS_PER_ANSWER)
 }
 
@@ -102,7 +125,12 @@ pub fn extract(answer: &str, start: u32, end: u32) -> Result<Extracted, String> 
 /// entry is checked and dropped or kept until `cap` are kept, and every later entry is
 /// read to its end and counted in `over_cap`. Time is linear in the answer and memory is
 /// the kept findings plus one entry.
-pub fn extract_capped(answer: &str, start: u32, end: u32, cap: usize) -> Result<Extracted, String> {
+pub fn extract_capped(
+    answer: &str,
+    start: u32,
+    end: u32,
+    cap: usize,
+) -> Result<Extracted, NoFindings> {
     extract_counted(answer, start, end, cap).0
 }
 
@@ -114,7 +142,7 @@ pub fn extract_for(
     path: &str,
     (start, end): (u32, u32),
     cap: usize,
-) -> Result<Extracted, String> {
+) -> Result<Extracted, NoFindings> {
     extract_scoped(answer, Some(path), start, end, cap).0
 }
 
@@ -125,7 +153,7 @@ pub fn extract_counted(
     start: u32,
     end: u32,
     cap: usize,
-) -> (Result<Extracted, String>, usize) {
+) -> (Result<Extracted, NoFindings>, usize) {
     extract_scoped(answer, None, start, end, cap)
 }
 
@@ -135,7 +163,7 @@ fn extract_scoped(
     start: u32,
     end: u32,
     cap: usize,
-) -> (Result<Extracted, String>, usize) {
+) -> (Result<Extracted, NoFindings>, usize) {
     let mut pass = Pass::new(answer);
     let range = Range { start, end, cap };
     let found = pass.run(|| Collector {
@@ -154,18 +182,11 @@ fn extract_scoped(
             };
             Ok(out)
         }
-        Found::UnclosedWithoutList => {
-            Err("the answer ends inside its last JSON object, before a `findings` list".into())
-        }
-        Found::TooDeep(at) => Err(format!(
-            "the answer nests JSON deeper than {MAX_NESTING} levels (at byte {at}): not read"
-        )),
-        Found::Nothing => {
-            let shown: String = answer.chars().take(80).collect();
-            Err(format!(
-                "no JSON object with a `findings` list in the answer (starts with {shown:?})"
-            ))
-        }
+        Found::UnclosedWithoutList => Err(NoFindings::Unclosed),
+        Found::TooDeep(at) => Err(NoFindings::TooDeep { at }),
+        Found::Nothing => Err(NoFindings::NoList {
+            start: answer.chars().take(80).collect(),
+        }),
     };
     (result, pass.work)
 }
@@ -218,7 +239,7 @@ impl Entries for Collector<'_> {
         match fields::validate(&v) {
             Err(why) => {
                 self.out.dropped_invalid += 1;
-                self.drop_named(fields::title_of(&v), why);
+                self.drop_named(fields::title_of(&v), why.to_string());
             }
             Ok(f) if f.line < start || f.line > end => {
                 self.out.dropped_out_of_range += 1;

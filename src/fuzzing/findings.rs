@@ -13,12 +13,13 @@
 //! says of the object's end (closed, cut, broken) does not depend on the range or cap.
 
 use crate::findings::{
-    DEFAULT_MAX_FINDINGS_PER_ANSWER, Extracted, MAX_NAMED_DROPS, extract_capped, extract_counted,
+    DEFAULT_MAX_FINDINGS_PER_ANSWER, Extracted, MAX_NAMED_DROPS, NoFindings, extract_capped,
+    extract_counted,
 };
 
 /// The extractor without a cap: what every entry of the answer is (the invariants below
 /// read the whole list); [`check_cap`] then holds the capped reading to it.
-fn extract(answer: &str, start: u32, end: u32) -> Result<Extracted, String> {
+fn extract(answer: &str, start: u32, end: u32) -> Result<Extracted, NoFindings> {
     extract_capped(answer, start, end, usize::MAX)
 }
 
@@ -142,7 +143,8 @@ fn check_answer(answer: &str, data: &[u8]) {
     let ranges = [(1, 1), (10, 20), (u32::MAX, u32::MAX), (20, 10), derived];
     let all = match extract(answer, 1, u32::MAX) {
         Ok(all) => all,
-        Err(reason) => {
+        Err(e) => {
+            let reason = e.to_string();
             assert!(!reason.is_empty(), "empty bad_response reason");
             for (s, e) in ranges {
                 assert!(extract(answer, s, e).is_err(), "range {s}-{e} found a list");

@@ -67,8 +67,26 @@ pub fn check(data: &[u8]) {
     }
 }
 
+/// Where the parser's files and the oracle's reading of the input part: the check that
+/// failed, in words (the fuzz target panics with it).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+struct Mismatch(String);
+
+impl From<&str> for Mismatch {
+    fn from(why: &str) -> Self {
+        Mismatch(why.to_string())
+    }
+}
+
+impl From<String> for Mismatch {
+    fn from(why: String) -> Self {
+        Mismatch(why)
+    }
+}
+
 /// The oracle's checks of files the parser returned for `lines`: Err says which failed.
-fn files_match_input(lines: &[&[u8]], files: &[FileChange]) -> Result<(), String> {
+fn files_match_input(lines: &[&[u8]], files: &[FileChange]) -> Result<(), Mismatch> {
     let expect = scan(lines)?;
     if !(expect.min_files..=expect.max_files).contains(&files.len()) {
         return Err(format!(
@@ -76,16 +94,17 @@ fn files_match_input(lines: &[&[u8]], files: &[FileChange]) -> Result<(), String
             files.len(),
             expect.min_files,
             expect.max_files
-        ));
+        )
+        .into());
     }
     let mut got: Vec<HunkFacts> = files.iter().flat_map(|f| &f.hunks).map(facts).collect();
     let mut want = expect.hunks;
     got.sort();
     want.sort();
     if got != want {
-        return Err(format!(
-            "the files' hunks are not the input's hunks: {got:?} != {want:?}"
-        ));
+        return Err(
+            format!("the files' hunks are not the input's hunks: {got:?} != {want:?}").into(),
+        );
     }
     for f in files {
         file_is_consistent(f);
@@ -220,7 +239,7 @@ const GIT_HEADER_LINES: &[&[u8]] = &[
 
 /// Walks the lines of a patch the parser accepted: hunks by their header's counts, file
 /// headers between them.
-fn scan(lines: &[&[u8]]) -> Result<Expect, String> {
+fn scan(lines: &[&[u8]]) -> Result<Expect, Mismatch> {
     let mut x = Expect::default();
     let mut in_git_header = false;
     let mut i = 0;
@@ -263,7 +282,7 @@ fn scan(lines: &[&[u8]]) -> Result<Expect, String> {
 
 /// Reads the hunk whose header is at `lines[at]` by its counts; returns its facts and
 /// the index after it (and after any `\ No newline at end of file` lines).
-fn read_hunk(lines: &[&[u8]], at: usize) -> Result<(HunkFacts, usize), String> {
+fn read_hunk(lines: &[&[u8]], at: usize) -> Result<(HunkFacts, usize), Mismatch> {
     let (old_start, old_lines, new_start, new_lines) =
         hunk_header(lines[at]).ok_or("the parser accepted a hunk header that does not parse")?;
     let mut f = HunkFacts {

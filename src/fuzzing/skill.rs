@@ -48,7 +48,8 @@ pub fn check(data: &[u8]) {
                 text.len()
             );
         }
-        Err(message) => {
+        Err(e) => {
+            let message = e.to_string();
             assert!(!message.trim().is_empty(), "empty error message");
             assert!(
                 message.contains("front matter") || message.contains("prompt"),

@@ -5,7 +5,7 @@
 use super::classify::Failure;
 use super::conversation::{FinishReason, SUBMIT_FINDINGS, ToolCall};
 use super::{Attempt, AttemptRequest, Outcome};
-use crate::findings::{self, Extracted};
+use crate::findings::{self, Extracted, NoFindings};
 
 /// One answer, split: findings come from a `submit_findings` call or the text; the other
 /// calls go back to the engine's loop.
@@ -96,7 +96,7 @@ impl Answered {
         let got =
             tokio::task::spawn_blocking(move || extract(&source, path.as_deref(), lines, cap))
                 .await
-                .unwrap_or_else(|e| Err(format!("the findings extraction did not finish ({e})")));
+                .unwrap_or_else(|e| Err(NoFindings::Unfinished(e.to_string())));
         self.judge(got)
     }
 
@@ -106,7 +106,7 @@ impl Answered {
     /// `bad_response` that keeps its complete findings (see [`Self::into_attempt`]).
     fn judge(
         &mut self,
-        got: std::result::Result<Extracted, String>,
+        got: std::result::Result<Extracted, NoFindings>,
     ) -> std::result::Result<Option<Extracted>, Failure> {
         if let Some(refused) = self.refused() {
             return Err(refused);
@@ -127,7 +127,7 @@ impl Answered {
             }
             Err(_) if self.looping && self.submit.is_none() && !self.calls.is_empty() => Ok(None),
             Err(why) if cut => Err(Failure::new(Outcome::BadResponse, format!("{CUT}; {why}"))),
-            Err(why) => Err(Failure::new(Outcome::BadResponse, why)),
+            Err(why) => Err(Failure::new(Outcome::BadResponse, why.to_string())),
         }
     }
 }
@@ -163,7 +163,7 @@ fn extract(
     path: Option<&str>,
     lines: (u32, u32),
     cap: usize,
-) -> std::result::Result<Extracted, String> {
+) -> std::result::Result<Extracted, NoFindings> {
     match path {
         Some(p) => findings::extract_for(source, p, lines, cap),
         None => findings::extract_capped(source, lines.0, lines.1, cap),

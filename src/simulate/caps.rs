@@ -48,26 +48,42 @@ pub struct RouteCaps {
     pub caps: Vec<Cap>,
 }
 
+/// A `--caps` value that cannot be read (shown after the flag's name).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CapsError {
+    /// No `=` between route and caps.
+    #[error("write ROUTE=CAPS, for example --caps primary=2,4,8,auto")]
+    NoEquals,
+    /// Nothing before the `=`.
+    #[error("no route before `=`: write ROUTE=CAPS, for example --caps primary=2,4,8,auto")]
+    NoRoute,
+    /// More caps than one run compares.
+    #[error("{0} caps: compare at most {max} in one run", max = MAX_CAPS)]
+    TooMany(usize),
+    /// A cap that is neither a whole number in range nor `auto` (cut to 40 characters).
+    #[error(
+        "`{0}` is not a cap: write whole numbers from 1 to {max} or auto, separated by commas",
+        max = MAX_CONCURRENCY
+    )]
+    NotACap(String),
+}
+
 /// Parses `ROUTE=2,4,8,auto` (the flag's value parser: its errors are shown after the
 /// flag's name).
-pub fn parse(s: &str) -> std::result::Result<RouteCaps, String> {
-    let example = "for example --caps primary=2,4,8,auto";
+pub fn parse(s: &str) -> std::result::Result<RouteCaps, CapsError> {
     let Some((route, list)) = s.split_once('=') else {
-        return Err(format!("write ROUTE=CAPS, {example}"));
+        return Err(CapsError::NoEquals);
     };
     let route = route.trim();
     if route.is_empty() {
-        return Err(format!("no route before `=`: write ROUTE=CAPS, {example}"));
+        return Err(CapsError::NoRoute);
     }
     let caps = list
         .split(',')
         .map(|c| cap(c.trim()))
         .collect::<std::result::Result<Vec<_>, _>>()?;
     if caps.len() > MAX_CAPS {
-        return Err(format!(
-            "{} caps: compare at most {MAX_CAPS} in one run",
-            caps.len()
-        ));
+        return Err(CapsError::TooMany(caps.len()));
     }
     Ok(RouteCaps {
         route: route.to_string(),
@@ -75,18 +91,13 @@ pub fn parse(s: &str) -> std::result::Result<RouteCaps, String> {
     })
 }
 
-fn cap(c: &str) -> std::result::Result<Cap, String> {
+fn cap(c: &str) -> std::result::Result<Cap, CapsError> {
     if c == "auto" {
         return Ok(Cap::Auto);
     }
     match c.parse::<usize>() {
         Ok(n) if (1..=MAX_CONCURRENCY).contains(&n) => Ok(Cap::Fixed(n)),
-        _ => {
-            let shown: String = c.chars().take(40).collect();
-            Err(format!(
-                "`{shown}` is not a cap: write whole numbers from 1 to {MAX_CONCURRENCY} or auto, separated by commas"
-            ))
-        }
+        _ => Err(CapsError::NotACap(c.chars().take(40).collect())),
     }
 }
 
@@ -241,10 +252,10 @@ mod tests {
             ("primary=99999999999999999999999", "is not a cap"),
             ("primary=AUTO", "`AUTO` is not a cap"),
         ] {
-            let e = parse(bad).unwrap_err();
+            let e = parse(bad).unwrap_err().to_string();
             assert!(e.contains(says), "{bad}: {e}");
         }
         let many = format!("p={}", vec!["2"; 17].join(","));
-        assert!(parse(&many).unwrap_err().contains("at most 16"));
+        assert!(parse(&many).unwrap_err().to_string().contains("at most 16"));
     }
 }

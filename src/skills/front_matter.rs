@@ -9,13 +9,59 @@ pub struct Parsed {
     pub body: String,
 }
 
+/// Why a skill file's front matter cannot be read; the message goes into
+/// [`crate::Error::Skill`] after the file's name. Lines are the file's.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FrontMatterError {
+    /// No opening `---` line.
+    #[error(
+        "no front matter: the file must start with a `---` line, then `name:` and `description:` lines, then `---`, then the prompt"
+    )]
+    Missing,
+    /// No closing `---` line.
+    #[error("front matter is not closed: add a `---` line after the `name:`/`description:` lines")]
+    NotClosed,
+    /// The YAML parser's reason, cut short.
+    #[error("front matter is not valid YAML (line {line} of the file): {detail}")]
+    Yaml { line: usize, detail: String },
+    /// YAML that is not a map.
+    #[error("front matter must be `key: value` lines")]
+    NotKeyValue,
+    /// A field that must be text and is not.
+    #[error("front matter `{0}` must be text")]
+    NotText(String),
+    /// `allowed-tools` neither a list nor text.
+    #[error("front matter `allowed-tools` must be a list or space-separated text")]
+    AllowedTools,
+    /// Nothing after the front matter.
+    #[error("the skill has no prompt: write the instructions below the closing `---`")]
+    NoPrompt,
+    /// An alias, which loading would expand.
+    #[error(
+        "front matter uses a YAML alias (`*name`, line {line} of the file): warden does not expand aliases; write the value out"
+    )]
+    Alias { line: usize },
+    /// Nesting past [`MAX_DEPTH`].
+    #[error(
+        "front matter nests deeper than {max} levels (line {line} of the file): write the fields as `key: value` lines",
+        max = MAX_DEPTH
+    )]
+    TooDeep { line: usize },
+    /// More than [`MAX_NODES`] nodes.
+    #[error(
+        "front matter has more than {max} YAML nodes (line {line} of the file): it needs `name:`, `description:` and perhaps `allowed-tools:`",
+        max = MAX_NODES
+    )]
+    TooManyNodes { line: usize },
+}
+
 /// Splits and parses a skill file. Errors are lowercase fragments for [`crate::Error::Skill`].
-pub fn parse(text: &str) -> Result<Parsed, String> {
+pub fn parse(text: &str) -> Result<Parsed, FrontMatterError> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let mut lines = text.split_inclusive('\n');
     let first = lines.next().unwrap_or("");
     if first.trim_end() != "---" {
-        return Err("no front matter: the file must start with a `---` line, then `name:` and `description:` lines, then `---`, then the prompt".into());
+        return Err(FrontMatterError::Missing);
     }
     let mut yaml = String::new();
     let mut closed = false;
@@ -27,10 +73,7 @@ pub fn parse(text: &str) -> Result<Parsed, String> {
         yaml.push_str(line);
     }
     if !closed {
-        return Err(
-            "front matter is not closed: add a `---` line after the `name:`/`description:` lines"
-                .into(),
-        );
+        return Err(FrontMatterError::NotClosed);
     }
     let body: String = lines.collect();
     check_events(&yaml)?;
@@ -39,14 +82,14 @@ pub fn parse(text: &str) -> Result<Parsed, String> {
     let map = match doc {
         yaml_rust2::Yaml::Hash(h) => h,
         yaml_rust2::Yaml::Null => Default::default(),
-        _ => return Err("front matter must be `key: value` lines".into()),
+        _ => return Err(FrontMatterError::NotKeyValue),
     };
     let get = |k: &str| map.get(&yaml_rust2::Yaml::String(k.to_string()));
-    let string = |k: &str| -> Result<Option<String>, String> {
+    let string = |k: &str| -> Result<Option<String>, FrontMatterError> {
         match get(k) {
             None | Some(yaml_rust2::Yaml::Null) => Ok(None),
             Some(yaml_rust2::Yaml::String(s)) => Ok(Some(s.trim().to_string())),
-            Some(_) => Err(format!("front matter `{k}` must be text")),
+            Some(_) => Err(FrontMatterError::NotText(k.to_string())),
         }
     };
     let allowed_tools = match get("allowed-tools") {
@@ -64,15 +107,11 @@ pub fn parse(text: &str) -> Result<Parsed, String> {
             .map(str::to_string)
             .collect(),
         Some(_) => {
-            return Err(
-                "front matter `allowed-tools` must be a list or space-separated text".into(),
-            );
+            return Err(FrontMatterError::AllowedTools);
         }
     };
     if body.trim().is_empty() {
-        return Err(
-            "the skill has no prompt: write the instructions below the closing `---`".into(),
-        );
+        return Err(FrontMatterError::NoPrompt);
     }
     Ok(Parsed {
         name: string("name")?.filter(|n| !n.is_empty()),
@@ -91,7 +130,7 @@ const MAX_DEPTH: usize = 64;
 /// loading copies the anchored node at every alias and a ~500-byte alias bomb grows to
 /// gigabytes; the node count and the nesting depth are bounded too. After this check,
 /// loading costs what the text does (docs/design.md §13, "Bounds").
-fn check_events(yaml: &str) -> Result<(), String> {
+fn check_events(yaml: &str) -> Result<(), FrontMatterError> {
     use yaml_rust2::parser::{Event, Parser};
     let mut parser = Parser::new_from_str(yaml);
     let (mut nodes, mut depth) = (0usize, 0usize);
@@ -101,17 +140,13 @@ fn check_events(yaml: &str) -> Result<(), String> {
         match event {
             Event::StreamEnd => return Ok(()),
             Event::Alias(_) => {
-                return Err(format!(
-                    "front matter uses a YAML alias (`*name`, line {line} of the file): warden does not expand aliases; write the value out"
-                ));
+                return Err(FrontMatterError::Alias { line });
             }
             Event::SequenceStart(..) | Event::MappingStart(..) => {
                 depth += 1;
                 nodes += 1;
                 if depth > MAX_DEPTH {
-                    return Err(format!(
-                        "front matter nests deeper than {MAX_DEPTH} levels (line {line} of the file): write the fields as `key: value` lines"
-                    ));
+                    return Err(FrontMatterError::TooDeep { line });
                 }
             }
             Event::SequenceEnd | Event::MappingEnd => depth = depth.saturating_sub(1),
@@ -119,9 +154,7 @@ fn check_events(yaml: &str) -> Result<(), String> {
             _ => {}
         }
         if nodes > MAX_NODES {
-            return Err(format!(
-                "front matter has more than {MAX_NODES} YAML nodes (line {line} of the file): it needs `name:`, `description:` and perhaps `allowed-tools:`"
-            ));
+            return Err(FrontMatterError::TooManyNodes { line });
         }
     }
 }
@@ -136,7 +169,7 @@ const YAML_DETAIL_MAX: usize = 120;
 /// The line is the file's (the YAML starts on line 2). An error found at the end of the
 /// YAML (an unclosed `[`, quote or `{`) is the last non-blank line's: the parser notices
 /// it only where the front matter ends, a line after the one to fix.
-fn yaml_error(e: &yaml_rust2::ScanError, yaml: &str) -> String {
+fn yaml_error(e: &yaml_rust2::ScanError, yaml: &str) -> FrontMatterError {
     let info = e.info();
     let detail = match info.char_indices().nth(YAML_DETAIL_MAX) {
         Some((cut, _)) => format!("{}…", &info[..cut]),
@@ -153,7 +186,7 @@ fn yaml_error(e: &yaml_rust2::ScanError, yaml: &str) -> String {
         Some(last) if at_end => last + 2,
         _ => e.marker().line() + 1,
     };
-    format!("front matter is not valid YAML (line {line} of the file): {detail}")
+    FrontMatterError::Yaml { line, detail }
 }
 
 #[cfg(test)]
@@ -192,12 +225,19 @@ mod tests {
         assert!(
             parse("just a prompt\n")
                 .unwrap_err()
+                .to_string()
                 .contains("no front matter")
         );
-        assert!(parse("---\nname: x\n").unwrap_err().contains("not closed"));
+        assert!(
+            parse("---\nname: x\n")
+                .unwrap_err()
+                .to_string()
+                .contains("not closed")
+        );
         assert!(
             parse("---\nname: [x\n---\nbody")
                 .unwrap_err()
+                .to_string()
                 .contains("not valid YAML")
         );
     }
@@ -210,7 +250,7 @@ mod tests {
         }
         yaml.push_str("name: boom\n---\nbody\n");
         assert!(yaml.len() < 1000);
-        let e = parse(&yaml).unwrap_err();
+        let e = parse(&yaml).unwrap_err().to_string();
         assert!(e.contains("alias") && e.contains("line 3"), "{e}");
         // Anchors alone are fine.
         assert!(parse("---\nname: &n x\n---\nbody\n").is_ok());
@@ -223,16 +263,26 @@ mod tests {
             "[".repeat(100),
             "]".repeat(100)
         );
-        assert!(parse(&deep).unwrap_err().contains("deeper than 64"));
+        assert!(
+            parse(&deep)
+                .unwrap_err()
+                .to_string()
+                .contains("deeper than 64")
+        );
         let wide = format!("---\nx: [{}]\n---\nbody\n", vec!["1"; 20_000].join(","));
-        assert!(parse(&wide).unwrap_err().contains("more than 10000"));
+        assert!(
+            parse(&wide)
+                .unwrap_err()
+                .to_string()
+                .contains("more than 10000")
+        );
     }
 
     #[test]
     fn a_yaml_error_never_repeats_a_long_node_of_the_file() {
         let key = format!("[{}]", vec!["tools"; 400].join(", "));
         let text = format!("---\n? {key}\n: 1\n? {key}\n: 2\n---\nbody");
-        let err = parse(&text).unwrap_err();
+        let err = parse(&text).unwrap_err().to_string();
         assert!(err.contains("not valid YAML"), "{err}");
         assert!(
             err.chars().count() < 300,
@@ -244,13 +294,18 @@ mod tests {
     #[test]
     fn an_unclosed_bracket_is_reported_on_its_own_line() {
         // Line 4 opens a list it never closes; the parser finds out at the closing `---`.
-        let e =
-            parse("---\nname: x\ndescription: d\nallowed-tools: [Read\n---\nbody\n").unwrap_err();
+        let e = parse("---\nname: x\ndescription: d\nallowed-tools: [Read\n---\nbody\n")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("(line 4 of the file)"), "{e}");
-        let e = parse("---\nname: x\ndescription: \"d\n\n---\nbody\n").unwrap_err();
+        let e = parse("---\nname: x\ndescription: \"d\n\n---\nbody\n")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("(line 3 of the file)"), "{e}");
         // An error inside the YAML keeps the parser's line.
-        let e = parse("---\nname: x: y\ndescription: d\n---\nbody\n").unwrap_err();
+        let e = parse("---\nname: x: y\ndescription: d\n---\nbody\n")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("(line 2 of the file)"), "{e}");
     }
 }

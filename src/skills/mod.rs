@@ -143,9 +143,9 @@ pub fn discover_from(files: Option<&dyn SkillFiles>) -> Result<Catalog> {
 }
 
 fn build(text: &str, fallback_name: &str, origin: SkillOrigin, shown: &Path) -> Result<Skill> {
-    let parsed = front_matter::parse(text).map_err(|message| Error::Skill {
+    let parsed = front_matter::parse(text).map_err(|e| Error::Skill {
         path: shown.to_path_buf(),
-        message,
+        message: e.to_string(),
     })?;
     Ok(Skill {
         name: parsed.name.unwrap_or_else(|| fallback_name.to_string()),
