@@ -86,22 +86,28 @@ pub(super) async fn acquire(sh: &Shared<'_>, u: &mut UnitRun<'_>) -> Result<Slot
             match wait_for_any_permit(&*sh.engine.bulkhead, &candidates, u.fresh(), wake).await {
                 AnyWaited::Permit(r, p) => (r, p),
                 AnyWaited::Rechoose => continue,
-                AnyWaited::Expired if sh.budget_spent(Instant::now()) => {
-                    return Err(u.stop_on_cancel(sh));
-                }
-                AnyWaited::Expired if u.hunk_end.is_some() => {
-                    return Err(Stop::new(
-                        UnitStatus::TimedOut,
-                        "the hunk budget ran out waiting for a route's concurrency permit",
-                    ));
-                }
-                AnyWaited::Expired => return Err(not_started(sh)),
+                AnyWaited::Expired => return Err(permit_expired(sh, u)),
             };
         match admit(sh, u, route, permit, reason).await? {
             Admitted::Slot(slot) => return Ok(slot),
             Admitted::Rechoose => continue,
             Admitted::CostInFlight => wait_for_settlement(sh, until).await,
         }
+    }
+}
+
+/// Why a unit ends whose wait for a permit ran out: the review budget, its hunk budget
+/// (once started), or the review's deadline before it started.
+fn permit_expired(sh: &Shared, u: &UnitRun) -> Stop {
+    if sh.budget_spent(Instant::now()) {
+        u.stop_on_cancel(sh)
+    } else if u.hunk_end.is_some() {
+        Stop::new(
+            UnitStatus::TimedOut,
+            "the hunk budget ran out waiting for a route's concurrency permit",
+        )
+    } else {
+        not_started(sh)
     }
 }
 

@@ -76,7 +76,6 @@ fn without_tools(sh: &Shared, u: &mut UnitRun, route: usize) -> bool {
     };
     l.close(&mut u.result);
     u.turn_from = u.result.attempts.len();
-    u.answered = None;
     u.window_note = Some(format!(
         "its tool loop's transcript outgrew route {}'s context window: reviewed without tools after that",
         sh.engine.routes[route].name

@@ -6,6 +6,7 @@
 
 mod admission;
 mod aggregate;
+mod attempt;
 pub mod breaker;
 pub mod breakers;
 pub mod bulkhead;

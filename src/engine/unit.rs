@@ -1,26 +1,26 @@
 //! One unit's life, read against docs/design.md section 4. The engine is the one retry owner:
 //! it chooses a route that admits calls and takes its permit (`admission.rs`, over the
 //! [`RoutePicker`](super::RoutePicker) and the [`Bulkhead`](super::Bulkhead)), makes one
-//! attempt under nested deadlines, and after a failure asks the
+//! attempt under nested deadlines (`attempt.rs`, which answers with a typed
+//! [`Answer`]: findings, tool calls or a failure), and after a failure asks the
 //! [`RetryPolicy`](super::RetryPolicy) whether another attempt follows. Every unit ends
-//! with exactly one status (section 5).
+//! with exactly one status (section 5). Its state is plain data (`unit_state.rs`); this
+//! file drives it and is the only one that calls the others.
 
-use super::admission::{Slot, acquire, announce};
+use super::admission::acquire;
+use super::attempt::{Answer, Failure, attempt};
 use super::clock::deadline_after;
 use super::context::Fit;
-use super::cost::{self, Reservation};
 use super::ends::cancelled;
 use super::events::Event;
-use super::limit::{Sample, Signal};
-use super::outcome::{AttemptLog, UnitPart, UnitResult, UnitStatus};
+use super::outcome::{UnitPart, UnitResult, UnitStatus};
 use super::retry::Stop;
 use super::unit_state::{LastFailure, UnitRun};
 use super::{Shared, UnitInfo};
 use crate::findings::Extracted;
 use crate::plan::split::Half;
-use crate::provider::{AttemptRecord, AttemptRequest, Correction, Outcome};
+use crate::provider::{AttemptRecord, Correction, Outcome, ToolCall};
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 use std::time::Duration;
 use tokio::time::Instant;
 
@@ -60,112 +60,187 @@ pub(super) async fn life(
     u.number_from = number_from;
     u.looping = super::turns::start(sh, work);
     loop {
-        // Section 14: a prompt too long for its route's window is split (or fails over).
-        match super::context::check(sh, &mut u) {
-            Fit::Send => {}
-            Fit::Split(halves, why) => return split(sh, u, halves, why).await,
-            Fit::Stop(stop) => return u.finish(stop),
+        match step(sh, &mut u).await {
+            Next::Again => {}
+            Next::Split(halves, why) => return split(sh, u, halves, why).await,
+            Next::End(stop) => return u.finish(stop),
+            Next::Reviewed(route, ex) => return reviewed(u, &route, ex),
         }
-        // Rules 6–9: a route that admits calls, and one of its permits, within the budgets.
-        let slot = match acquire(sh, &mut u).await {
-            Ok(slot) => slot,
-            Err(stop) => {
-                let stop = u.with_bounces(stop);
-                return u.finish(stop);
-            }
-        };
-        // Rule 2: the hunk budget starts when the first attempt starts (section 13: the
-        // first attempt that is not answered with back-pressure; see `bounced`).
-        let now = Instant::now();
-        let started = u.hunk_end.is_some();
-        let hunk_end = *u
-            .hunk_end
-            .get_or_insert_with(|| deadline_after(now, sh.exec.hunk_budget));
-        // Section 14: a tool loop's turn may be its final one (tools off, submit forced).
-        if let Some(l) = &mut u.looping {
-            l.before_request(sh, slot.route, hunk_end, now);
-        }
-        // Rules 1 and 3: one request under nested deadlines, cancelled with the review.
-        let route = slot.route;
-        let (record, extracted, cut) = attempt(sh, &mut u, slot, now, hunk_end).await;
-        sh.depth
-            .observe(route, record.duration, record.outcome == Outcome::Ok);
-        if record.outcome == Outcome::Ok {
-            if let Some(l) = &mut u.looping {
-                l.answered();
-            }
-            let Some(ex) = extracted else {
-                // A turn of tool calls: answered, then the next turn (section 14).
-                match next_turn(sh, &mut u).await {
-                    Ok(()) => continue,
-                    Err(stop) => return u.finish(stop),
-                }
-            };
-            return reviewed(u, &record.route, ex);
-        }
-        // Section 14: a refused parameter was fixed for the route (section 15: or the
-        // route stopped offering tools); send again at once.
-        if super::resend::again(&mut u.resends, &record) {
-            continue;
-        }
-        // Section 14: a cut (or an object that did not end) keeps its findings; a cut is
-        // retried once with twice the output cap.
-        if record.outcome == Outcome::BadResponse && (cut || extracted.is_some()) {
-            let ex = extracted.unwrap_or_default();
-            match super::cut::after_incomplete(sh, &mut u, route, &record, ex, cut, hunk_end) {
-                super::cut::Next::Retry => continue,
-                super::cut::Next::End(stop) => return u.finish(stop),
-            }
-        }
-        // Section 15: a refusal is the model's answer, not an outage: another route may
-        // review the unit, this one is not asked again.
-        if record.outcome == Outcome::Refused {
-            if let Err(stop) = refused(sh, &mut u, route, &record) {
-                return u.finish(stop);
-            }
-            continue;
-        }
-        if record.backpressure {
-            if let Err(stop) = bounced(sh, &mut u, route, &record, started) {
-                return u.finish(stop);
-            }
-            back_off(sh, &u, &record).await;
-            continue;
-        }
-        // Section 14: a prompt too long for the model is split, or goes to another route.
-        if let Some(Correction::ContextLength { window }) = record.correction {
-            match super::context::refused(sh, &mut u, route, window) {
-                Fit::Send => {}
-                Fit::Split(halves, why) => return split(sh, u, halves, why).await,
-                Fit::Stop(stop) => return u.finish(stop),
-            }
-            u.last = Some(LastFailure {
-                route,
-                reason: format!("{}: {}", record.outcome, record.reason),
-                retry_after: None,
-            });
-            continue;
-        }
-        // Section 5: cut by the review budget or a signal, the unit is cancelled.
-        if record.outcome == Outcome::Cancelled || sh.budget_spent(Instant::now()) {
-            return u.finish(cancelled(sh));
-        }
-        // Rules 4–5: only the engine decides whether another attempt follows.
-        let left = hunk_end.saturating_duration_since(Instant::now());
-        let made = u.attempts_made();
-        if let Err(stop) = sh.retry.further_attempt(record.outcome, made, left) {
-            let reason = format!(
-                "{}; last attempt on {}: {}",
-                stop.reason, record.route, record.reason
-            );
-            return u.finish(Stop::new(stop.status, reason));
-        }
-        u.last = Some(LastFailure {
-            route,
-            reason: format!("{}: {}", record.outcome, record.reason),
-            retry_after: record.retry_after,
-        });
     }
+}
+
+/// What follows one step of a unit's life.
+enum Next {
+    /// Another attempt (a retry, a failover, a re-send, the loop's next turn).
+    Again,
+    /// Split it into these halves (section 14), for this reason.
+    Split(Box<[Half; 2]>, String),
+    /// It ends so.
+    End(Stop),
+    /// Reviewed by this route's answer.
+    Reviewed(String, Extracted),
+}
+
+impl From<Fit> for Next {
+    fn from(fit: Fit) -> Self {
+        match fit {
+            Fit::Send => Next::Again,
+            Fit::Split(halves, why) => Next::Split(halves, why),
+            Fit::Stop(stop) => Next::End(stop),
+        }
+    }
+}
+
+/// One step: the window check, a route and its permit, one attempt, and what its answer
+/// asks for next.
+async fn step(sh: &Shared<'_>, u: &mut UnitRun<'_>) -> Next {
+    // Section 14: a prompt too long for its route's window is split (or fails over).
+    match super::context::check(sh, u) {
+        Fit::Send => {}
+        other => return other.into(),
+    }
+    // Rules 6–9: a route that admits calls, and one of its permits, within the budgets.
+    let slot = match acquire(sh, u).await {
+        Ok(slot) => slot,
+        Err(stop) => return Next::End(u.with_bounces(stop)),
+    };
+    // Rule 2: the hunk budget starts when the first attempt starts (section 13: the
+    // first attempt that is not answered with back-pressure; see `bounced`).
+    let now = Instant::now();
+    let started = u.hunk_end.is_some();
+    let hunk_end = *u
+        .hunk_end
+        .get_or_insert_with(|| deadline_after(now, sh.exec.hunk_budget));
+    // Section 14: a tool loop's turn may be its final one (tools off, submit forced).
+    if let Some(l) = &mut u.looping {
+        l.before_request(sh, slot.route, hunk_end, now);
+    }
+    // Rules 1 and 3: one request under nested deadlines, cancelled with the review.
+    let route = slot.route;
+    let answer = attempt(sh, u, slot, now, hunk_end).await;
+    let record = answer.record();
+    sh.depth
+        .observe(route, record.duration, record.outcome == Outcome::Ok);
+    match answer {
+        Answer::Findings { record, findings } => {
+            turn_answered(u);
+            Next::Reviewed(record.route, findings)
+        }
+        // A turn of tool calls: answered, then the next turn (section 14).
+        Answer::ToolCalls { text, calls, .. } => {
+            turn_answered(u);
+            match next_turn(sh, u, text, calls).await {
+                Ok(()) => Next::Again,
+                Err(stop) => Next::End(stop),
+            }
+        }
+        Answer::Failed(failure) => after_failure(sh, u, route, failure, started, hunk_end).await,
+    }
+}
+
+/// The unit's loop, if any, counts an answered turn.
+fn turn_answered(u: &mut UnitRun) {
+    if let Some(l) = &mut u.looping {
+        l.answered();
+    }
+}
+
+/// After an attempt that did not answer: a re-send, the kept findings of a broken-off
+/// answer, a refusal, back-pressure, a prompt too long, the budget's end, or rules 4–5.
+async fn after_failure(
+    sh: &Shared<'_>,
+    u: &mut UnitRun<'_>,
+    route: usize,
+    failure: Failure,
+    started: bool,
+    hunk_end: Instant,
+) -> Next {
+    let Failure {
+        record,
+        partial,
+        cut,
+    } = failure;
+    // Section 14: a refused parameter was fixed for the route (section 15: or the
+    // route stopped offering tools); send again at once.
+    if super::resend::again(&mut u.resends, &record) {
+        return Next::Again;
+    }
+    // Section 14: a cut (or an object that did not end) keeps its findings; a cut is
+    // retried once with twice the output cap.
+    if record.outcome == Outcome::BadResponse && (cut || partial.is_some()) {
+        let ex = partial.unwrap_or_default();
+        return match super::cut::after_incomplete(sh, u, route, &record, ex, cut, hunk_end) {
+            super::cut::Next::Retry => Next::Again,
+            super::cut::Next::End(stop) => Next::End(stop),
+        };
+    }
+    // Section 15: a refusal is the model's answer, not an outage: another route may
+    // review the unit, this one is not asked again.
+    if record.outcome == Outcome::Refused {
+        return refused(sh, u, route, &record).map_or_else(Next::End, |()| Next::Again);
+    }
+    if record.backpressure {
+        if let Err(stop) = bounced(sh, u, route, &record, started) {
+            return Next::End(stop);
+        }
+        back_off(sh, u, &record).await;
+        return Next::Again;
+    }
+    // Section 14: a prompt too long for the model is split, or goes to another route.
+    if let Some(Correction::ContextLength { window }) = record.correction {
+        return too_long(sh, u, route, &record, window);
+    }
+    // Section 5: cut by the review budget or a signal, the unit is cancelled.
+    if record.outcome == Outcome::Cancelled || sh.budget_spent(Instant::now()) {
+        return Next::End(cancelled(sh));
+    }
+    further_attempt(sh, u, route, &record, hunk_end)
+}
+
+/// Section 14: the route answered that the prompt exceeds its model's window: the unit
+/// is split, fails over, or ends.
+fn too_long(
+    sh: &Shared,
+    u: &mut UnitRun,
+    route: usize,
+    record: &AttemptRecord,
+    window: Option<u64>,
+) -> Next {
+    match super::context::refused(sh, u, route, window) {
+        Fit::Send => {}
+        other => return other.into(),
+    }
+    u.last = Some(LastFailure {
+        route,
+        reason: format!("{}: {}", record.outcome, record.reason),
+        retry_after: None,
+    });
+    Next::Again
+}
+
+/// Rules 4–5: only the engine decides whether another attempt follows.
+fn further_attempt(
+    sh: &Shared,
+    u: &mut UnitRun,
+    route: usize,
+    record: &AttemptRecord,
+    hunk_end: Instant,
+) -> Next {
+    let left = hunk_end.saturating_duration_since(Instant::now());
+    let made = u.attempts_made();
+    if let Err(stop) = sh.retry.further_attempt(record.outcome, made, left) {
+        let reason = format!(
+            "{}; last attempt on {}: {}",
+            stop.reason, record.route, record.reason
+        );
+        return Next::End(Stop::new(stop.status, reason));
+    }
+    u.last = Some(LastFailure {
+        route,
+        reason: format!("{}: {}", record.outcome, record.reason),
+        retry_after: record.retry_after,
+    });
+    Next::Again
 }
 
 /// Section 13: an answer of back-pressure ("not now", before any model work) is a wait,
@@ -271,8 +346,12 @@ async fn back_off(sh: &Shared<'_>, u: &UnitRun<'_>, record: &AttemptRecord) {
 
 /// After an `ok` turn without findings: its calls are answered and the next turn
 /// follows. The next attempt is a new turn, not a retry: `maxAttempts` counts again.
-async fn next_turn(sh: &Shared<'_>, u: &mut UnitRun<'_>) -> Result<(), Stop> {
-    let answered = u.answered.take().unwrap_or_default();
+async fn next_turn(
+    sh: &Shared<'_>,
+    u: &mut UnitRun<'_>,
+    text: String,
+    calls: Vec<ToolCall>,
+) -> Result<(), Stop> {
     let unit = u.index();
     let until = u.wait_until(sh.review_deadline);
     let (Some(l), Some(tb)) = (u.looping.as_mut(), sh.engine.toolbox.as_ref()) else {
@@ -281,7 +360,7 @@ async fn next_turn(sh: &Shared<'_>, u: &mut UnitRun<'_>) -> Result<(), Stop> {
             "the model answered with tool calls and no findings, and this unit has no tool loop",
         ));
     };
-    l.answer(sh, unit, tb, answered, until).await?;
+    l.answer(sh, unit, tb, (text, calls), until).await?;
     u.turn_from = u.result.attempts.len();
     u.last = None;
     Ok(())
@@ -331,222 +410,4 @@ fn emit_finished(sh: &Shared, result: UnitResult) {
         unit: result.unit,
         result: Arc::new(result),
     });
-}
-
-/// One attempt on the slot's route: events, the request under its deadline, the
-/// breaker's verdict. Returns the record and, when it is ok, the findings.
-async fn attempt(
-    sh: &Shared<'_>,
-    u: &mut UnitRun<'_>,
-    slot: Slot,
-    now: Instant,
-    hunk_end: Instant,
-) -> (AttemptRecord, Option<Extracted>, bool) {
-    let route = &sh.engine.routes[slot.route];
-    let hunk_remaining = hunk_end.saturating_duration_since(now);
-    let review_remaining = sh.review_remaining(now);
-    let deadline = sh
-        .exec
-        .request_timeout
-        .min(hunk_remaining)
-        .min(review_remaining);
-    let number = u.next_number();
-    u.note_route(&route.name);
-    sh.sink.emit(Event::AttemptStarted {
-        unit: u.index(),
-        attempt: number,
-        route: route.name.clone(),
-        provider: route.provider.kind(),
-        model: route.provider.model().to_string(),
-        reason: slot.reason,
-        deadline,
-        hunk_remaining,
-        review_remaining,
-        breaker: slot.breaker,
-        probe: slot.hold.probe(),
-    });
-    let mut req = AttemptRequest::new((*u.work.prompt).clone(), u.work.lines, sh.limits(deadline));
-    req.path = Some(u.work.labels.path.clone());
-    req.conversation = u.looping.as_ref().and_then(|l| l.conversation());
-    req.output_cap = u.output_cap;
-    sh.in_flight.fetch_add(1, Ordering::SeqCst);
-    let load = route.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
-    let result = tokio::select! {
-        biased;
-        _ = sh.cancel.cancelled() => None,
-        a = route.provider.attempt(&req) => Some(a),
-    };
-    // Dropping the attempt's future above has already closed its connection.
-    sh.in_flight.fetch_sub(1, Ordering::SeqCst);
-    route.in_flight.fetch_sub(1, Ordering::SeqCst);
-    let finished = Instant::now();
-    let ran = finished.saturating_duration_since(now);
-    let (mut record, extracted, cut) = match result {
-        Some(a) => {
-            let cut = a.finish.as_ref().is_some_and(|f| f.is_cut());
-            u.answered = Some((a.text, a.calls));
-            (a.record, a.extracted, cut)
-        }
-        None => (cancelled_record(sh, slot.route, &req, ran), None, false),
-    };
-    if record.outcome == Outcome::Timeout && sh.budget_spent(finished) {
-        // Its deadline was the review's: the review budget cut it, not the route.
-        record.outcome = Outcome::Cancelled;
-        record.stage = None;
-        record.reason = "cancelled: the review budget ran out during the attempt".into();
-    }
-    // Back-pressure is no verdict on the route's health (section 13): the breaker gets
-    // back what it reserved and counts nothing, as for a cancelled attempt.
-    let verdict_outcome = if super::resend::no_verdict(&record) {
-        Outcome::Cancelled
-    } else {
-        record.outcome
-    };
-    adapt_limit(sh, slot.route, &record, now, load);
-    if let Some(info) = &record.rate_limit {
-        let others = route.in_flight.load(Ordering::SeqCst) as u64;
-        sh.engine.pacing.observe(slot.route, info, finished, others);
-    }
-    // Fleet mode: the answer's headers go to the shared windows before the permit goes
-    // back, and the attempt is no longer in flight there.
-    if let Some(shared) = &sh.engine.windows {
-        let info = record.rate_limit.as_deref().cloned();
-        shared.settle(slot.route, info).await;
-    }
-    drop(slot.permit);
-    // §14: a probe that cannot connect after attempts that could not: dead for the run.
-    // Taken in before the breaker's verdict wakes the units waiting for it, so they see
-    // whether the probe failed with a fact (§15).
-    let dead = sh
-        .engine
-        .dead
-        .record(slot.route, &record, slot.hold.probe());
-    let verdict = sh
-        .engine
-        .breakers
-        .record_async(slot.route, finished, verdict_outcome, slot.hold)
-        .await;
-    if let Some(t) = verdict {
-        announce(sh, &route.name, t);
-    }
-    if let Some(dead) = dead {
-        let reason = format!(
-            "dead for the run: {} (its half-open probe could not connect either)",
-            dead.describe()
-        );
-        if let Some(t) = sh.engine.breakers.force_open(slot.route, finished, reason) {
-            announce(sh, &route.name, t);
-        }
-    }
-    sh.sink.emit(Event::AttemptFinished {
-        unit: u.index(),
-        attempt: number,
-        record: record.clone(),
-    });
-    warn_of_gateway(sh, route, &record);
-    if let Some(message) = &record.warning {
-        sh.sink.emit(Event::Warning {
-            route: route.name.clone(),
-            message: message.clone(),
-        });
-    }
-    let chars = req.prompt.chars() + u.looping.as_ref().map_or(0, |l| l.chars());
-    let cost_usd = account_cost(sh, route, chars, &record, slot.reservation);
-    u.result.attempts.push(AttemptLog {
-        number,
-        started: now.saturating_duration_since(sh.start),
-        probe: slot.hold.probe(),
-        cost_usd,
-        record: record.clone(),
-    });
-    (record, extracted, cut)
-}
-
-/// Section 13: the route's effective limit learns from the attempt (`load`: the route's
-/// attempts in flight when it started, itself included); a change goes to the bulkhead
-/// (before this attempt's permit comes back, so a lower limit keeps it) and out as an
-/// event.
-fn adapt_limit(sh: &Shared, route: usize, record: &AttemptRecord, started: Instant, load: usize) {
-    let signal = if record.backpressure {
-        Signal::BackPressure
-    } else if record.outcome == Outcome::Ok {
-        Signal::Answer(record.duration)
-    } else {
-        Signal::Nothing
-    };
-    let r = &sh.engine.routes[route];
-    let now = Instant::now();
-    let sample = Sample {
-        started,
-        in_flight: load,
-        signal,
-    };
-    let mut limit = r.limit.lock().expect("limit lock");
-    let Some((to, reason)) = limit.record(sample, now) else {
-        return;
-    };
-    let ceiling = limit.ceiling();
-    sh.engine.bulkhead.set_limit(route, to);
-    drop(limit);
-    sh.sink.emit(Event::LimitChanged {
-        route: r.name.clone(),
-        route_index: route,
-        limit: to,
-        ceiling,
-        reason,
-        at: now.saturating_duration_since(sh.start),
-    });
-}
-
-/// What the attempt cost; the route learns its usage for later estimates, and the cost
-/// budget swaps the attempt's reservation for its real cost.
-fn account_cost(
-    sh: &Shared,
-    route: &super::Route,
-    chars: usize,
-    record: &AttemptRecord,
-    reservation: Reservation,
-) -> Option<f64> {
-    let cost_usd = cost::attempt_cost(record.usage, route.prices);
-    route
-        .observed
-        .lock()
-        .expect("observed usage")
-        .learn(chars, record.usage, cost_usd);
-    sh.engine.cost.settle(reservation, cost_usd);
-    cost_usd
-}
-
-/// Once per run and route: an `openai` route answered by a LiteLLM gateway may be
-/// retried by the gateway inside one warden attempt.
-fn warn_of_gateway(sh: &Shared, route: &super::Route, record: &AttemptRecord) {
-    if record.gateway == Some("litellm")
-        && route.provider.kind() != "litellm"
-        && !route.gateway_warned.swap(true, Ordering::SeqCst)
-    {
-        sh.sink.emit(Event::Warning {
-            route: route.name.clone(),
-            message: "responses carry x-litellm-* headers: a LiteLLM gateway may retry and fall back behind warden's back, hiding calls and time inside one attempt; set provider = \"litellm\" on this route so warden stays the one retry owner".into(),
-        });
-    }
-}
-
-fn cancelled_record(
-    sh: &Shared,
-    route: usize,
-    req: &AttemptRequest,
-    ran: Duration,
-) -> AttemptRecord {
-    let r = &sh.engine.routes[route];
-    AttemptRecord {
-        duration: ran,
-        outcome: Outcome::Cancelled,
-        reason: "cancelled: the connection was closed".into(),
-        ..AttemptRecord::new(
-            &r.name,
-            r.provider.kind(),
-            r.provider.model(),
-            req.limits.total,
-        )
-    }
 }

@@ -39,8 +39,6 @@ pub(super) struct UnitRun<'w> {
     /// Where the current turn's attempts start in `result.attempts` (a failed turn is
     /// retried under `maxAttempts`, not the unit).
     pub(super) turn_from: usize,
-    /// The last answer's text and tool calls, for the loop.
-    pub(super) answered: Option<(String, Vec<crate::provider::ToolCall>)>,
     /// Attempts sent again after the route fixed a refused parameter (section 14).
     pub(super) resends: u32,
     /// The output cap of its next attempts, once a cut raised it (section 14).
@@ -69,7 +67,6 @@ impl<'w> UnitRun<'w> {
             bounces: 0,
             looping: None,
             turn_from: 0,
-            answered: None,
             resends: 0,
             output_cap: None,
             cut_retried: false,
