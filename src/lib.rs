@@ -34,6 +34,7 @@ pub mod render;
 pub mod report;
 pub mod review;
 pub mod scan;
+pub mod session;
 pub mod severity;
 pub mod shard;
 pub mod simulate;

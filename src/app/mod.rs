@@ -100,22 +100,6 @@ fn emit(output: Option<&Path>, text: &str) -> Result<()> {
 /// Prints the config's warnings on stderr. With `-q` the unknown keys are still shown: a
 /// misspelt key is a mistake in the user's own file, and a quiet CI log is where it would
 /// hide longest (Warden settings warden does not use are not mistakes: quiet).
-/// docs/design.md §15: each `llamacpp` / `ollama` / `vllm` route asks its server for what the
-/// config left open (slots, window) before anything is planned against it; one line per
-/// such route says what it runs with.
-pub(crate) fn discover_local(settings: &mut Settings) -> Vec<String> {
-    if !settings.routes.iter().any(|r| r.provider.is_local()) {
-        return Vec::new();
-    }
-    match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(rt) => rt.block_on(warden::provider::local::discover_all(&mut settings.routes)),
-        Err(e) => vec![format!("local servers not asked: {e}")],
-    }
-}
-
 fn warn(ui: &Ui, settings: &Settings) {
     let mistake = |w: &str| {
         settings.unknown_keys.iter().any(|k| k.warning() == w)
@@ -176,7 +160,7 @@ fn plan_cmd(args: &PlanArgs) -> Result<i32> {
     let mut prepared = prepare(&args.selection.resolve()?)?;
     warn(&args.ui, &prepared.settings);
     warn_trust(&args.ui, &prepared.trust);
-    let local = discover_local(&mut prepared.settings);
+    let local = warden::session::discover_local(&mut prepared.settings);
     let text = if args.json || args.format == PlanFormat::Json {
         let doc = PlanDoc {
             schema_version: warden::plan::SCHEMA_VERSION,
