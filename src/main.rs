@@ -1,5 +1,7 @@
-//! The `warden` binary: a thin command layer over the library. It parses arguments,
-//! calls `prepare` and `review::run`, renders, and maps the result to an exit code.
+//! The `warden` binary: a thin command layer over the library. It parses arguments
+//! (clap lives here and in `app/cli/` only), calls the library (`prepare`, then a review
+//! `Session`), renders, and maps the result to an exit code. Errors are the library's
+//! typed `warden::Error`, whose `exit_code` the shell returns.
 
 mod app;
 
