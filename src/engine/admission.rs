@@ -1,7 +1,7 @@
 //! A unit's way to its next attempt (docs/design.md rules 2 and 6–8): the route that admits
 //! calls, its permit (or the first free one under spillover), the cost budget's
 //! reservation, and the waits for a permit or a reopening breaker (`waits.rs`), all within
-//! the unit's deadlines. `unit.rs` makes the attempt this gives it (a [`Slot`]).
+//! the unit's deadlines. `attempt.rs` makes the attempt this gives it (a [`Slot`]).
 
 use super::Shared;
 use super::breaker::{Admission, BreakerState, Transition};

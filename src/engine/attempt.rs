@@ -384,3 +384,73 @@ fn cancelled_record(
         )
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::provider::FinishReason;
+
+    fn provider_answer(outcome: Outcome, extracted: Option<Extracted>) -> Attempt {
+        let mut record = AttemptRecord::new("r", "sim", "m", Duration::from_secs(1));
+        record.outcome = outcome;
+        let mut a = Attempt::new(record, extracted);
+        a.text = "looking".into();
+        a.calls = vec![ToolCall {
+            id: "c1".into(),
+            name: "read_file".into(),
+            arguments: "{}".into(),
+        }];
+        a
+    }
+
+    fn answer(a: Attempt) -> Answer {
+        let (record, sent) = Sent::split(a);
+        Answer::of(record, Some(sent))
+    }
+
+    #[test]
+    fn an_ok_answer_is_findings_when_it_holds_them_else_its_tool_calls() {
+        let with = answer(provider_answer(Outcome::Ok, Some(Extracted::default())));
+        assert!(matches!(with, Answer::Findings { .. }));
+        match answer(provider_answer(Outcome::Ok, None)) {
+            Answer::ToolCalls { text, calls, .. } => {
+                assert_eq!(text, "looking");
+                assert_eq!(calls.len(), 1);
+                assert_eq!(calls[0].name, "read_file");
+            }
+            _ => panic!("an ok answer without findings is a turn of tool calls"),
+        }
+    }
+
+    #[test]
+    fn a_failed_answer_keeps_its_partial_findings_and_says_whether_it_was_cut() {
+        let mut a = provider_answer(Outcome::BadResponse, Some(Extracted::default()));
+        a.finish = Some(FinishReason::Length);
+        match answer(a) {
+            Answer::Failed(f) => {
+                assert!(f.cut);
+                assert!(f.partial.is_some());
+                assert_eq!(f.record.outcome, Outcome::BadResponse);
+            }
+            _ => panic!("a bad response is a failure"),
+        }
+        let mut a = provider_answer(Outcome::Unavailable, None);
+        a.finish = Some(FinishReason::Stop);
+        let Answer::Failed(f) = answer(a) else {
+            panic!("an unavailable route is a failure");
+        };
+        assert!(!f.cut && f.partial.is_none());
+    }
+
+    #[test]
+    fn an_attempt_the_review_cancelled_is_a_failure_without_findings() {
+        let mut record = AttemptRecord::new("r", "sim", "m", Duration::from_secs(1));
+        record.outcome = Outcome::Cancelled;
+        let a = Answer::of(record, None);
+        assert_eq!(a.record().outcome, Outcome::Cancelled);
+        let Answer::Failed(f) = a else {
+            panic!("a cancelled attempt is a failure");
+        };
+        assert!(!f.cut && f.partial.is_none());
+    }
+}

@@ -1,5 +1,5 @@
 //! A unit's tool loop (docs/design.md §14, "Skills that read the repository"). Each turn is
-//! one request: `unit.rs` makes it as it makes any attempt (route, permit, breaker,
+//! one request: `attempt.rs` makes it as it makes any attempt (route, permit, breaker,
 //! limits, pacing, cost, the nested clocks), so breakers, bulkheads, adaptive limits
 //! and the fleet see turns as attempts, the one retry owner retries the failed turn (not
 //! the unit), and a bounced turn waits with its transcript. This file keeps what the
