@@ -9,6 +9,8 @@ mod chrome;
 mod jsonl;
 #[cfg(feature = "otlp")]
 mod otlp;
+#[cfg(feature = "otlp")]
+mod otlp_wire;
 mod spans;
 
 use crate::engine::Sink;

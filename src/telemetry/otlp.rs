@@ -1,17 +1,25 @@
-//! OTLP/HTTP export of spans and metrics (opentelemetry-otlp), on when the standard
-//! `OTEL_EXPORTER_OTLP_ENDPOINT` (or `..._TRACES_ENDPOINT`) is set. Export runs on the
-//! SDK's own threads; at exit everything is flushed within a fixed bound, so an
-//! unreachable collector can delay warden by at most that bound and never changes the
-//! review's outcome.
+//! OTLP/HTTP export of spans and metrics, on when the standard
+//! `OTEL_EXPORTER_OTLP_ENDPOINT` (or `..._TRACES_ENDPOINT`) is set. The OpenTelemetry SDK
+//! batches and aggregates on its own threads; the exporters here post its data as binary
+//! protobuf (encoded by `otlp_wire`) with the blocking HTTP client, configured from the
+//! standard variables as the reference exporter reads them. At exit everything is flushed
+//! within a fixed bound, so an unreachable collector can delay warden by at most that bound
+//! and never changes the review's outcome.
 
 use crate::engine::Event;
 use opentelemetry::KeyValue;
 use opentelemetry::metrics::MeterProvider as _;
 use opentelemetry::trace::TracerProvider as _;
-use opentelemetry_otlp::WithExportConfig;
 use opentelemetry_sdk::Resource;
-use opentelemetry_sdk::metrics::{PeriodicReader, SdkMeterProvider};
-use opentelemetry_sdk::trace::{BatchConfigBuilder, BatchSpanProcessor, SdkTracerProvider};
+use opentelemetry_sdk::error::{OTelSdkError, OTelSdkResult};
+use opentelemetry_sdk::metrics::data::ResourceMetrics;
+use opentelemetry_sdk::metrics::exporter::PushMetricExporter;
+use opentelemetry_sdk::metrics::{PeriodicReader, SdkMeterProvider, Temporality};
+use opentelemetry_sdk::trace::{
+    BatchConfigBuilder, BatchSpanProcessor, SdkTracerProvider, SpanData, SpanExporter,
+};
+use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue, USER_AGENT};
+use std::sync::Mutex;
 use std::time::Duration;
 
 /// The OTLP pipelines (traces and metrics).
@@ -37,11 +45,10 @@ fn resource() -> Resource {
 impl Otlp {
     /// Builds the exporters (endpoint, headers and protocol come from the OTel env vars).
     pub fn start(bound: Duration) -> Result<(Otlp, opentelemetry_sdk::trace::Tracer), String> {
-        let spans = opentelemetry_otlp::SpanExporter::builder()
-            .with_http()
-            .with_timeout(bound)
-            .build()
-            .map_err(|e| e.to_string())?;
+        let spans = SpanPoster {
+            post: Post::new(&TRACES, bound)?,
+            resource: Resource::builder_empty().build(),
+        };
         // A large queue: a 2,000-unit review makes over 4,000 spans, and the SDK's
         // default queue (2,048) would drop the rest.
         let processor = BatchSpanProcessor::builder(spans)
@@ -56,11 +63,7 @@ impl Otlp {
             .with_span_processor(processor)
             .with_resource(resource())
             .build();
-        let metric_exporter = opentelemetry_otlp::MetricExporter::builder()
-            .with_http()
-            .with_timeout(bound)
-            .build()
-            .map_err(|e| e.to_string())?;
+        let metric_exporter = MetricPoster(Post::new(&METRICS, bound)?);
         let metrics = SdkMeterProvider::builder()
             .with_reader(PeriodicReader::builder(metric_exporter).build())
             .with_resource(resource())
@@ -137,5 +140,216 @@ impl Metrics {
             }
             _ => {}
         }
+    }
+}
+
+/// The standard variables of one signal (the reference exporter's names and precedence).
+struct Signal {
+    /// Names the exporter in its debug events ("HttpTracesClient.ExportFailed").
+    client: &'static str,
+    path: &'static str,
+    endpoint: &'static str,
+    headers: &'static str,
+    compression: &'static str,
+}
+
+const TRACES: Signal = Signal {
+    client: "HttpTracesClient",
+    path: "/v1/traces",
+    endpoint: "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+    headers: "OTEL_EXPORTER_OTLP_TRACES_HEADERS",
+    compression: "OTEL_EXPORTER_OTLP_TRACES_COMPRESSION",
+};
+
+const METRICS: Signal = Signal {
+    client: "HttpMetricsClient",
+    path: "/v1/metrics",
+    endpoint: "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT",
+    headers: "OTEL_EXPORTER_OTLP_METRICS_HEADERS",
+    compression: "OTEL_EXPORTER_OTLP_METRICS_COMPRESSION",
+};
+
+/// The URL a signal is posted to: the signal's own endpoint as it is, else the general
+/// endpoint with the signal's path, else the collector's default address.
+fn endpoint(signal: &Signal) -> String {
+    let valid = |u: &str| reqwest::Url::parse(u).is_ok();
+    let join = |base: &str| {
+        let path = match base.ends_with('/') {
+            true => &signal.path[1..],
+            false => signal.path,
+        };
+        format!("{base}{path}")
+    };
+    if let Ok(u) = std::env::var(signal.endpoint)
+        && valid(&u)
+    {
+        return u;
+    }
+    match std::env::var("OTEL_EXPORTER_OTLP_ENDPOINT").map(|b| join(&b)) {
+        Ok(u) if valid(&u) => u,
+        _ => join("http://localhost:4318"),
+    }
+}
+
+/// `k1=v1,k2=v2` with percent-encoded values (the signal's variable, else the general
+/// one); pairs with an empty key or value, or that are not a valid header, are skipped.
+fn headers(signal: &Signal) -> HeaderMap {
+    let mut map = HeaderMap::new();
+    let version = concat!("warden/", env!("CARGO_PKG_VERSION"));
+    map.insert(USER_AGENT, HeaderValue::from_static(version));
+    let Ok(list) =
+        std::env::var(signal.headers).or_else(|_| std::env::var("OTEL_EXPORTER_OTLP_HEADERS"))
+    else {
+        return map;
+    };
+    for pair in list.split_terminator(',').map(str::trim) {
+        let Some((k, v)) = pair.split_once('=') else {
+            continue;
+        };
+        let (k, v) = (k.trim(), v.trim());
+        let v = percent_encoding::percent_decode_str(v)
+            .decode_utf8()
+            .map_or_else(|_| v.to_string(), |d| d.into_owned());
+        if let (false, false, Ok(k), Ok(v)) = (
+            k.is_empty(),
+            v.is_empty(),
+            HeaderName::try_from(k),
+            HeaderValue::try_from(v),
+        ) {
+            map.insert(k, v);
+        }
+    }
+    map
+}
+
+/// One signal's destination: a POST of protobuf to its URL with its headers, by a client
+/// that shutdown takes away.
+#[derive(Debug)]
+struct Post {
+    url: String,
+    headers: HeaderMap,
+    client: Mutex<Option<reqwest::blocking::Client>>,
+    name: &'static str,
+}
+
+impl Post {
+    fn new(signal: &Signal, bound: Duration) -> Result<Post, String> {
+        for var in [signal.compression, "OTEL_EXPORTER_OTLP_COMPRESSION"] {
+            if let Ok(v) = std::env::var(var) {
+                return Err(format!(
+                    "{var}={v}: compression is not supported (unset it)"
+                ));
+            }
+        }
+        // The blocking client runs a runtime of its own: built on a plain thread, so that
+        // a caller inside an async runtime cannot trip over it.
+        let client = std::thread::spawn(move || {
+            reqwest::blocking::Client::builder()
+                .timeout(bound)
+                .build()
+                .map_err(|e| format!("cannot build the HTTP client ({e})"))
+        })
+        .join()
+        .map_err(|_| "cannot build the HTTP client".to_string())??;
+        Ok(Post {
+            url: endpoint(signal),
+            headers: headers(signal),
+            client: Mutex::new(Some(client)),
+            name: signal.client,
+        })
+    }
+
+    /// Posts one export request; a refused connection, a timeout or a status other than
+    /// 2xx is an export failure for the SDK to count (and a debug event), nothing more.
+    fn send(&self, body: Vec<u8>) -> OTelSdkResult {
+        let client = self
+            .client
+            .lock()
+            .map_err(|e| OTelSdkError::InternalFailure(format!("client lock: {e}")))?
+            .clone()
+            .ok_or(OTelSdkError::AlreadyShutdown)?;
+        self.event("ExportStarted", None);
+        let sent = client
+            .post(&self.url)
+            .header(CONTENT_TYPE, "application/x-protobuf")
+            .headers(self.headers.clone())
+            .body(body)
+            .send()
+            .and_then(|r| r.error_for_status())
+            .and_then(|r| r.bytes().map(|_| ()));
+        match sent {
+            Ok(()) => {
+                self.event("ExportSucceeded", None);
+                Ok(())
+            }
+            Err(e) => {
+                let error = format!("{e:?}");
+                self.event("ExportFailed", Some(&error));
+                Err(OTelSdkError::InternalFailure(error))
+            }
+        }
+    }
+
+    fn event(&self, what: &str, error: Option<&str>) {
+        let name = format!("{}.{what}", self.name);
+        tracing::debug!(target: "opentelemetry-otlp", name, error, "");
+    }
+
+    fn close(&self) -> OTelSdkResult {
+        let mut client = self
+            .client
+            .lock()
+            .map_err(|e| OTelSdkError::InternalFailure(format!("client lock: {e}")))?;
+        client
+            .take()
+            .map(|_| ())
+            .ok_or(OTelSdkError::AlreadyShutdown)
+    }
+}
+
+/// The span exporter: the batch's spans under the provider's resource.
+#[derive(Debug)]
+struct SpanPoster {
+    post: Post,
+    resource: Resource,
+}
+
+impl SpanExporter for SpanPoster {
+    async fn export(&self, batch: Vec<SpanData>) -> OTelSdkResult {
+        self.post
+            .send(super::otlp_wire::traces(&self.resource, &batch))
+    }
+
+    fn shutdown(&mut self) -> OTelSdkResult {
+        self.post.close()
+    }
+
+    fn shutdown_with_timeout(&mut self, _: Duration) -> OTelSdkResult {
+        self.post.close()
+    }
+
+    fn set_resource(&mut self, resource: &Resource) {
+        self.resource = resource.clone();
+    }
+}
+
+/// The metric exporter (cumulative temporality, the SDK's default).
+struct MetricPoster(Post);
+
+impl PushMetricExporter for MetricPoster {
+    async fn export(&self, metrics: &ResourceMetrics) -> OTelSdkResult {
+        self.0.send(super::otlp_wire::metrics(metrics))
+    }
+
+    fn force_flush(&self) -> OTelSdkResult {
+        Ok(())
+    }
+
+    fn shutdown_with_timeout(&self, _: Duration) -> OTelSdkResult {
+        self.0.close().or(Ok(()))
+    }
+
+    fn temporality(&self) -> Temporality {
+        Temporality::Cumulative
     }
 }
