@@ -98,11 +98,7 @@ impl Session {
         if let Some(w) = fleet::unused_caps_warning(&prepared.settings, target.is_some()) {
             warnings.tee(WarningSource::Fleet, req.warn.clone())(&w);
         }
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .map_err(|e| Error::io("<tokio runtime>", e))?;
+        let runtime = runtime()?;
         // The fleet's Redis, when configured: unreachable gives one warning and a local run.
         let fleet = match target {
             Some(t) => runtime.block_on(Fleet::connect(
@@ -205,6 +201,16 @@ impl Ending {
         self.runtime.shutdown_background();
         Ok(Some(report))
     }
+}
+
+/// The runtime a review (or an evaluation's case reviews) runs on: two workers, which is
+/// all the engine's waiting needs, with timers and sockets.
+pub fn runtime() -> Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| Error::io("<tokio runtime>", e))
 }
 
 /// docs/design.md §15: each `llamacpp` / `ollama` / `vllm` route asks its server for what the

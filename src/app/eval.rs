@@ -37,11 +37,7 @@ pub(super) fn eval_cmd(args: &EvalArgs) -> Result<i32> {
     };
     let setup = eval::setup(&mut opts)?;
     warn(&args.ui, &setup.settings);
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .map_err(|e| Error::io("<tokio runtime>", e))?;
+    let runtime = warden::session::runtime()?;
     let total = corpus.cases.len() * args.runs as usize;
     let progress = eval::progress::Progress::new(Mode::detect(args.ui.quiet), total);
     let signals = Signals::default();

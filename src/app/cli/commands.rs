@@ -143,16 +143,19 @@ pub(crate) struct SimulateArgs {
 }
 
 /// `--profile ROUTE=NAME`.
-fn parse_route_profile(s: &str) -> Result<(String, String), String> {
+fn parse_route_profile(s: &str) -> Result<(String, String), NotARouteProfile> {
     match s.split_once('=') {
         Some((r, p)) if !r.trim().is_empty() && !p.trim().is_empty() => {
             Ok((r.trim().to_string(), p.trim().to_string()))
         }
-        _ => Err(format!(
-            "`{s}`: write ROUTE=PROFILE, for example --profile primary=slow-tail"
-        )),
+        _ => Err(NotARouteProfile(s.to_string())),
     }
 }
+
+/// A `--profile` value that is not ROUTE=PROFILE.
+#[derive(Debug, thiserror::Error)]
+#[error("`{0}`: write ROUTE=PROFILE, for example --profile primary=slow-tail")]
+pub(crate) struct NotARouteProfile(String);
 
 /// The forge `warden publish` writes to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -111,9 +111,14 @@ pub(crate) enum EvalFormat {
 }
 
 /// `--fix-pattern`: a regular expression.
-fn parse_regex(s: &str) -> Result<regex::Regex, String> {
-    regex::Regex::new(s).map_err(|e| format!("not a regular expression: {e}"))
+fn parse_regex(s: &str) -> Result<regex::Regex, NotARegex> {
+    regex::Regex::new(s).map_err(NotARegex)
 }
+
+/// A `--fix-pattern` the regex crate refuses, with its reason.
+#[derive(Debug, thiserror::Error)]
+#[error("not a regular expression: {0}")]
+pub(crate) struct NotARegex(regex::Error);
 
 impl EvalArgs {
     /// The settings these flags override (each case review's budget among them).
