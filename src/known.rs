@@ -121,15 +121,14 @@ impl Known {
             idle_slot_time: std::time::Duration::ZERO,
             cost_usd: 0.0,
         };
-        let mut report = report::build(&state.plan, &engine, &state.settings, &state.skills, None);
-        // Without a route table, the spend is what the finished units' attempts cost.
-        let spent = report.units.iter().flat_map(|u| &u.attempts);
-        report.summary.cost_usd = report::usd(spent.filter_map(|a| a.cost_usd).sum());
-        report::redact(
-            &mut report,
-            &report::configured_keys(&state.settings.routes),
-        );
-        Some(report)
+        Some(report::build(report::Inputs {
+            plan: &state.plan,
+            engine: &engine,
+            settings: &state.settings,
+            skills: &state.skills,
+            verification: None,
+            run: report::RunFacts::default(),
+        }))
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Option<State>> {

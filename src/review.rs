@@ -234,20 +234,23 @@ pub async fn run(input: ReviewInput, sink: Sink, interrupt: CancellationToken) -
     };
     ticker.abort();
     cached.finish(verification.as_mut()).await;
-    let mut report = report::build(&plan, &review, &settings, &skills, verification.as_ref());
-    report.vcs = vcs;
-    report.trust = trust;
-    report.plan_fingerprint = plan_fingerprint;
-    report.shard = shard;
-    report.warnings.extend(warnings.take());
-    load.fill(&mut report.routes);
-    for info in &mut report.skills {
-        if let Some(u) = skill_uses.iter().find(|u| u.name == info.name) {
-            info.set_origin(u);
-        }
-    }
-    // Last: no configured key leaves in any field, model text included (§13).
-    report::redact(&mut report, &report::configured_keys(&settings.routes));
+    let run = report::RunFacts {
+        vcs,
+        trust,
+        skill_uses,
+        plan_fingerprint,
+        shard,
+        warnings: warnings.take(),
+        load: load.figures(),
+    };
+    let report = report::build(report::Inputs {
+        plan: &plan,
+        engine: &review,
+        settings: &settings,
+        skills: &skills,
+        verification: verification.as_ref(),
+        run,
+    });
     sink.emit(Event::ReviewFinished {
         outcome: report.outcome,
         reviewed: report.summary.reviewed,
@@ -304,8 +307,8 @@ fn with_fleet(engine: Engine, fleet: &Fleet, settings: &Settings) -> Engine {
 fn route_warnings(warnings: &report::Warnings) -> Sink {
     let warnings = warnings.clone();
     Sink::new(move |e| {
-        if let Event::Warning { route, message } = e {
-            warnings.push(report::WarningSource::Route, Some(route), &message);
+        if let Event::Warning { route, message } = &e {
+            warnings.push(report::WarningSource::Route, Some(route.clone()), message);
         }
     })
 }

@@ -1,10 +1,12 @@
-//! The report from the plan and what the engine returned: each unit's status and
-//! attempts, and its findings filtered by its skill's resolved thresholds (the same
-//! thresholds decide the exit code, through `Finding::fails_run`).
+//! The report from all its inputs ([`Inputs`]), built once: each unit's status and
+//! attempts, its findings filtered by its skill's resolved thresholds (the same
+//! thresholds decide the exit code, through `Finding::fails_run`), the routes' figures
+//! with their load over the run, what the run knew beside the engine, and last the
+//! redaction of every configured key.
 
 use super::{
-    AttemptReport, Counters, Finding, Report, ReviewOutcome, SCHEMA_VERSION, SkillInfo, Source,
-    Summary, UnitReport, dedupe, metrics, source,
+    AttemptReport, Counters, Finding, Inputs, Report, ReviewOutcome, RouteMetrics, RunFacts,
+    SCHEMA_VERSION, SkillInfo, Source, Summary, UnitReport, dedupe, metrics, source,
 };
 use crate::chunk::{Chunk, ChunkLineKind};
 use crate::config::{Settings, Thresholds};
@@ -17,14 +19,17 @@ use crate::text::fnv1a;
 use crate::verify::{Pass, Verdict};
 use std::collections::BTreeMap;
 
-/// Builds the report.
-pub fn build(
-    plan: &Plan,
-    engine: &EngineReport,
-    settings: &Settings,
-    active: &[ActiveSkill],
-    verification: Option<&Pass>,
-) -> Report {
+/// The finished report: nothing patches it afterwards. Last, no configured key leaves in
+/// any field, model text included (docs/design.md §13).
+pub fn build(inputs: Inputs<'_>) -> Report {
+    let Inputs {
+        plan,
+        engine,
+        settings,
+        skills: active,
+        verification,
+        run,
+    } = inputs;
     let mut summary = Summary {
         units: plan.units.len(),
         ..Summary::default()
@@ -36,6 +41,71 @@ pub fn build(
         per_skill: BTreeMap::new(),
         dropped: 0,
     };
+    let mut units = unit_reports(plan, engine, &mut judge, &mut summary);
+    summary.units = units.len();
+    summary.findings_dropped += judge.dropped + dedupe::remove_duplicates(&mut units);
+    summary.tool_loops = super::ToolLoops::of(&units);
+    let mut findings: Vec<Finding> = units.iter().flat_map(|u| u.findings.clone()).collect();
+    sort_findings(&mut findings);
+    summary.findings = findings.len();
+    let mut routes = metrics::route_metrics(engine, &units, verification.map(|v| &v.engine));
+    fill_load(&mut routes, &run);
+    summary.cost_usd = spent(&routes, &units);
+    let mut warnings = config_warnings(settings);
+    warnings.extend(run.warnings);
+    let RunFacts {
+        vcs,
+        trust,
+        skill_uses,
+        plan_fingerprint,
+        shard,
+        ..
+    } = run;
+    let skills = rules(active, &skill_uses);
+    let mut report = Report {
+        plan_command: None,
+        schema_version: SCHEMA_VERSION,
+        outcome: summary.outcome(),
+        target: plan.target.clone(),
+        duration_ms: engine.elapsed.as_millis() as u64,
+        budget_ms: engine.budget.as_millis() as u64,
+        budget_expired: engine.budget_expired,
+        interrupted: engine.interrupted,
+        routing: routing_report(engine, &summary, settings.execution.cost_budget),
+        routes,
+        route_order: engine.route_order.clone(),
+        counters: counters(&units, &summary),
+        summary,
+        units,
+        findings,
+        skipped_files: plan.skipped_files.clone(),
+        cuts: super::cuts::cuts(&plan.skipped_files, &settings.scan),
+        dropped_findings: super::dropped::named(plan, &engine.units),
+        warnings,
+        verification: verification.map(|v| v.summary.clone()),
+        fail_on: settings.fail_on.to_string(),
+        report_on: settings.report_on,
+        min_confidence: settings.min_confidence,
+        skills,
+        vcs,
+        trust,
+        plan_fingerprint,
+        shard,
+        missing_shards: Vec::new(),
+        publish: None,
+    };
+    super::redact(&mut report, &super::configured_keys(&settings.routes));
+    report
+}
+
+/// Each unit of the plan as the report shows it, its findings judged by its skill's
+/// thresholds; counted into `summary` as they go.
+fn unit_reports(
+    plan: &Plan,
+    engine: &EngineReport,
+    judge: &mut Judge<'_>,
+    summary: &mut Summary,
+) -> Vec<UnitReport> {
     let mut units: Vec<UnitReport> = Vec::with_capacity(plan.units.len());
     for (unit, result) in plan.units.iter().zip(&engine.units) {
         summary.from_cache += usize::from(result.from_cache.is_some());
@@ -65,49 +135,44 @@ pub fn build(
                 lines: (start, end),
                 offset,
             };
-            units.push(unit_report(plan, unit, part, at, &mut judge));
+            units.push(unit_report(plan, unit, part, at, judge));
             offset += part.findings.len();
         }
     }
-    summary.units = units.len();
-    summary.findings_dropped += judge.dropped + dedupe::remove_duplicates(&mut units);
-    summary.tool_loops = super::ToolLoops::of(&units);
-    let mut findings: Vec<Finding> = units.iter().flat_map(|u| u.findings.clone()).collect();
-    sort_findings(&mut findings);
-    summary.findings = findings.len();
-    let routes = metrics::route_metrics(engine, &units, verification.map(|v| &v.engine));
-    summary.cost_usd = super::usd(routes.values().map(|r| r.cost_usd).sum());
-    Report {
-        plan_command: None,
-        schema_version: SCHEMA_VERSION,
-        outcome: summary.outcome(),
-        target: plan.target.clone(),
-        duration_ms: engine.elapsed.as_millis() as u64,
-        budget_ms: engine.budget.as_millis() as u64,
-        budget_expired: engine.budget_expired,
-        interrupted: engine.interrupted,
-        routing: routing_report(engine, &summary, settings.execution.cost_budget),
-        routes,
-        route_order: engine.route_order.clone(),
-        counters: counters(&units, &summary),
-        summary,
-        units,
-        findings,
-        skipped_files: plan.skipped_files.clone(),
-        cuts: super::cuts::cuts(&plan.skipped_files, &settings.scan),
-        dropped_findings: super::dropped::named(plan, &engine.units),
-        warnings: config_warnings(settings),
-        verification: verification.map(|v| v.summary.clone()),
-        fail_on: settings.fail_on.to_string(),
-        report_on: settings.report_on,
-        min_confidence: settings.min_confidence,
-        skills: SkillInfo::from_active(active),
-        vcs: None,
-        trust: None,
-        plan_fingerprint: String::new(),
-        shard: None,
-        missing_shards: Vec::new(),
-        publish: None,
+    units
+}
+
+/// The skills that ran, as rules, each with the origin the run knew for it.
+fn rules(active: &[ActiveSkill], skill_uses: &[crate::trust::SkillUse]) -> Vec<SkillInfo> {
+    let mut skills = SkillInfo::from_active(active);
+    for info in &mut skills {
+        if let Some(u) = skill_uses.iter().find(|u| u.name == info.name) {
+            info.set_origin(u);
+        }
+    }
+    skills
+}
+
+/// Each route's limit and back-pressure over the run, into its figures
+/// (`routes.<name>.limit`, `routes.<name>.backpressure`).
+fn fill_load(routes: &mut BTreeMap<String, RouteMetrics>, run: &RunFacts) {
+    for (name, (limit, bp)) in &run.load {
+        if let Some(m) = routes.get_mut(name) {
+            m.limit = Some(*limit);
+            m.backpressure = *bp;
+        }
+    }
+}
+
+/// What the review's attempts cost, USD: the routes' figures, or, for a report written
+/// mid-review without a route table (the route state lives in a busy engine), what the
+/// finished units' attempts cost.
+fn spent(routes: &BTreeMap<String, RouteMetrics>, units: &[UnitReport]) -> f64 {
+    if routes.is_empty() {
+        let attempts = units.iter().flat_map(|u| &u.attempts);
+        super::usd(attempts.filter_map(|a| a.cost_usd).sum())
+    } else {
+        super::usd(routes.values().map(|r| r.cost_usd).sum())
     }
 }
 

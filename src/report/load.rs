@@ -176,17 +176,6 @@ impl RouteLoad {
             .map(|(name, t)| (name.clone(), t.figures(now)))
             .collect()
     }
-
-    /// Writes the figures into the report's routes (`routes.<name>.limit`,
-    /// `routes.<name>.backpressure`).
-    pub fn fill(&self, routes: &mut BTreeMap<String, super::RouteMetrics>) {
-        for (name, (limit, bp)) in self.figures() {
-            if let Some(m) = routes.get_mut(&name) {
-                m.limit = Some(limit);
-                m.backpressure = bp;
-            }
-        }
-    }
 }
 
 #[cfg(test)]

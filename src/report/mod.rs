@@ -7,6 +7,7 @@ mod cuts;
 mod dedupe;
 mod dropped;
 mod format;
+mod inputs;
 mod load;
 mod merge;
 mod metrics;
@@ -23,6 +24,7 @@ pub use build::build;
 pub use cuts::Cut;
 pub use dropped::DroppedFinding;
 pub use format::{Format, OutputSpec};
+pub use inputs::{Inputs, RunFacts};
 pub use load::{BackpressureFigures, LimitFigures, RouteLoad};
 pub use merge::merge;
 pub use metrics::{BreakerReport, RouteMetrics, TimeoutsByStage};
@@ -423,36 +425,64 @@ impl Report {
 }
 
 impl From<&crate::engine::AttemptLog> for AttemptReport {
+    /// The attempt's record, destructured once: each field the report shows, taken here.
     fn from(a: &crate::engine::AttemptLog) -> Self {
-        let r = &a.record;
+        let crate::provider::AttemptRecord {
+            route,
+            provider,
+            model,
+            model_answered,
+            headers,
+            ttft,
+            first_content,
+            duration,
+            deadline,
+            usage,
+            http_status,
+            request_id,
+            outcome,
+            stage,
+            reason,
+            retry_after,
+            backpressure,
+            ..
+        } = &a.record;
+        let crate::provider::Usage {
+            input_tokens,
+            output_tokens,
+            cached_input_tokens,
+            cache_write_tokens,
+            reasoning_tokens,
+            cost,
+        } = usage.unwrap_or_default();
         let ms = |d: std::time::Duration| d.as_millis() as u64;
         AttemptReport {
             number: a.number,
-            route: r.route.clone(),
-            provider: r.provider.to_string(),
-            model: r.model.clone(),
-            model_answered: r.model_answered.clone(),
-            outcome: r.outcome,
-            stage: r.stage,
+            route: route.clone(),
+            provider: provider.to_string(),
+            model: model.clone(),
+            model_answered: model_answered.clone(),
+            outcome: *outcome,
+            stage: *stage,
             started_ms: ms(a.started),
-            duration_ms: ms(r.duration),
-            deadline_ms: ms(r.deadline),
-            headers_ms: r.headers.map(ms),
-            ttft_ms: r.ttft.map(ms),
-            first_content_ms: r.first_content.map(ms),
-            http_status: r.http_status,
-            request_id: r.request_id.clone(),
-            input_tokens: r.usage.and_then(|u| u.input_tokens),
-            output_tokens: r.usage.and_then(|u| u.output_tokens),
-            cached_input_tokens: r.usage.and_then(|u| u.cached_input_tokens),
-            cache_write_tokens: r.usage.and_then(|u| u.cache_write_tokens),
-            reasoning_tokens: r.usage.and_then(|u| u.reasoning_tokens),
-            cost: r.usage.and_then(|u| u.cost),
+            duration_ms: ms(*duration),
+            deadline_ms: ms(*deadline),
+            headers_ms: headers.map(ms),
+            ttft_ms: ttft.map(ms),
+            first_content_ms: first_content.map(ms),
+            http_status: *http_status,
+            request_id: request_id.clone(),
+            input_tokens,
+            output_tokens,
+            cached_input_tokens,
+            cache_write_tokens,
+            reasoning_tokens,
+            cost,
             cost_usd: a.cost_usd,
-            retry_after_ms: r.retry_after.map(ms),
+            retry_after_ms: retry_after.map(ms),
             probe: a.probe,
-            backpressure: r.backpressure,
-            reason: r.reason.clone(),
+            backpressure: *backpressure,
+            reason: reason.clone(),
         }
     }
 }

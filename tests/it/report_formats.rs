@@ -228,7 +228,14 @@ pub fn fixture_with(settings: &Settings) -> Report {
         idle_slot_time: Duration::from_secs(210),
         cost_usd: 0.0192,
     };
-    let mut r = report::build(&plan, &engine, settings, &active, None);
+    let mut r = report::build(report::Inputs {
+        plan: &plan,
+        engine: &engine,
+        settings,
+        skills: &active,
+        verification: None,
+        run: report::RunFacts::default(),
+    });
     // What review::run adds from the trust model and the repository.
     r.skills = fixture_skills();
     r.vcs = Some(Vcs {
