@@ -3,6 +3,7 @@
 //! secret. The model's arguments are hostile text: every path is checked here before any
 //! source is asked, and the path a link resolved to is checked again after.
 
+use super::refusal::Refusal;
 use crate::path_rules::{PathRules, Verdict};
 use std::path::Path;
 
@@ -45,6 +46,15 @@ pub(crate) const BUILT_IN_DENY: &[&str] = &[
     "*.tfvars",
 ];
 
+/// A deny pattern that does not compile (the config validates them first, so only a
+/// toolbox built in code meets it).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("`{pattern}`: {why}")]
+pub struct BadDeny {
+    pattern: String,
+    why: String,
+}
+
 /// The paths tools refuse: the built-in list and the configured one.
 #[derive(Debug, Clone)]
 pub(crate) struct Deny {
@@ -53,13 +63,16 @@ pub(crate) struct Deny {
 
 impl Deny {
     /// The built-in list plus `extra` (each already validated as a pattern by the config).
-    pub(crate) fn new(extra: &[String]) -> Result<Self, String> {
+    pub(crate) fn new(extra: &[String]) -> Result<Self, BadDeny> {
         let all: Vec<&str> = BUILT_IN_DENY
             .iter()
             .copied()
             .chain(extra.iter().map(String::as_str))
             .collect();
-        let rules = PathRules::new(&all).map_err(|(i, e)| format!("`{}`: {e}", all[i]))?;
+        let rules = PathRules::new(&all).map_err(|(i, why)| BadDeny {
+            pattern: all[i].to_string(),
+            why,
+        })?;
         Ok(Deny { rules })
     }
 
@@ -73,61 +86,65 @@ impl Deny {
 }
 
 /// Why a path was refused, in words the model reads (and can act on).
-pub(crate) fn check(raw: &str, deny: &Deny) -> Result<String, String> {
+pub(crate) fn check(raw: &str, deny: &Deny) -> Result<String, Refusal> {
     let clean = shape(raw)?;
     allowed(&clean, deny)?;
     Ok(clean)
 }
 
 /// `path` (already in shape) is neither git's data nor a denied file.
-pub(crate) fn allowed(path: &str, deny: &Deny) -> Result<(), String> {
+pub(crate) fn allowed(path: &str, deny: &Deny) -> Result<(), Refusal> {
     if path
         .split('/')
         .any(|part| part.eq_ignore_ascii_case(".git"))
     {
-        return Err(format!(
+        return Err(Refusal::Path(format!(
             "`{path}` is refused: git's own data (.git) is not part of the reviewed tree"
-        ));
+        )));
     }
     if let Some(pattern) = deny.denies(path) {
-        return Err(format!(
+        return Err(Refusal::Path(format!(
             "`{path}` is refused: it looks like a secret (deny pattern `{pattern}`); tools do not read secret-looking files"
-        ));
+        )));
     }
     Ok(())
 }
 
 /// The path as `/`-separated parts relative to the top folder, `.` parts dropped; no
 /// absolute path, drive, backslash, `..` or control character.
-fn shape(raw: &str) -> Result<String, String> {
+fn shape(raw: &str) -> Result<String, Refusal> {
     const RELATIVE: &str =
         "give a path relative to the repository's top folder, such as `src/main.rs`";
     if raw.trim().is_empty() {
-        return Err(format!("an empty path names no file: {RELATIVE}"));
+        return Err(Refusal::Path(format!(
+            "an empty path names no file: {RELATIVE}"
+        )));
     }
     if raw.chars().any(char::is_control) {
-        return Err(format!(
+        return Err(Refusal::Path(format!(
             "a path with control characters is refused: {RELATIVE}"
-        ));
+        )));
     }
     let b = raw.as_bytes();
     let drive = b.len() >= 2 && b[0].is_ascii_alphabetic() && b[1] == b':';
     if raw.starts_with('/') || raw.starts_with('~') || drive {
-        return Err(format!(
+        return Err(Refusal::Path(format!(
             "absolute paths are refused (tools read only the repository under review): {RELATIVE}"
-        ));
+        )));
     }
     if raw.contains('\\') {
-        return Err(format!("use `/` between folders, not `\\`: {RELATIVE}"));
+        return Err(Refusal::Path(format!(
+            "use `/` between folders, not `\\`: {RELATIVE}"
+        )));
     }
     let mut parts = Vec::new();
     for part in raw.split('/') {
         match part {
             "" | "." => continue,
             ".." => {
-                return Err(format!(
+                return Err(Refusal::Path(format!(
                     "`..` is refused: tools read only inside the repository; {RELATIVE}"
-                ));
+                )));
             }
             p => parts.push(p),
         }
@@ -158,7 +175,7 @@ mod tests {
             ("a\nb", "control characters"),
             ("", "empty path"),
         ] {
-            let err = check(raw, &deny()).unwrap_err();
+            let err = check(raw, &deny()).unwrap_err().to_string();
             assert!(err.contains(says), "{raw:?}: {err}");
         }
     }
@@ -175,7 +192,7 @@ mod tests {
             ("keys/id_ed25519", "id_ed25519*"),
             ("private/notes.md", "private/**"),
         ] {
-            let err = check(raw, &deny()).unwrap_err();
+            let err = check(raw, &deny()).unwrap_err().to_string();
             assert!(err.contains(says), "{raw:?}: {err}");
         }
     }

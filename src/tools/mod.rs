@@ -13,12 +13,15 @@ mod git_source;
 mod guard;
 mod plan;
 mod read;
+mod refusal;
 mod search;
 mod source;
 #[cfg(test)]
 mod tests;
 
+pub use guard::BadDeny;
 pub use plan::{LoopPlan, loop_for, refused_tools};
+use refusal::Refusal;
 use serde_json::{Value, json};
 use source::TreeSource;
 use std::path::Path;
@@ -242,6 +245,30 @@ pub struct Toolbox {
     redact: Redactor,
 }
 
+/// Why the tools cannot be opened over a head (the review then runs without them).
+#[derive(Debug, thiserror::Error)]
+pub enum ToolboxError {
+    /// The head commit cannot be read.
+    #[error("cannot read commit `{rev}` for tools: {why}")]
+    Commit {
+        /// The commit as given.
+        rev: String,
+        /// git's reason.
+        why: String,
+    },
+    /// The working tree cannot be read.
+    #[error("cannot read {} for tools: {source}", root.display())]
+    WorkTree {
+        /// The tree's top folder.
+        root: std::path::PathBuf,
+        /// The operating system's error.
+        source: std::io::Error,
+    },
+    /// A deny pattern that does not compile.
+    #[error(transparent)]
+    Deny(#[from] BadDeny),
+}
+
 impl std::fmt::Debug for Toolbox {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Toolbox")
@@ -259,18 +286,24 @@ impl Toolbox {
         deny: &[String],
         call_bytes: usize,
         redact: Redactor,
-    ) -> Result<Self, String> {
-        let source: Box<dyn TreeSource> = match head {
-            Head::Commit { repo, rev } => {
-                Box::new(git_source::HeadTree::open(repo, rev).map_err(|e| {
-                    format!("cannot read commit `{rev}` for tools: {}", e.message())
-                })?)
-            }
-            Head::WorkTree(root) => Box::new(
-                source::WorkingTree::new(root)
-                    .map_err(|e| format!("cannot read {} for tools: {e}", root.display()))?,
-            ),
-        };
+    ) -> Result<Self, ToolboxError> {
+        let source: Box<dyn TreeSource> =
+            match head {
+                Head::Commit { repo, rev } => {
+                    Box::new(git_source::HeadTree::open(repo, rev).map_err(|e| {
+                        ToolboxError::Commit {
+                            rev: rev.clone(),
+                            why: e.message().to_string(),
+                        }
+                    })?)
+                }
+                Head::WorkTree(root) => Box::new(source::WorkingTree::new(root).map_err(|e| {
+                    ToolboxError::WorkTree {
+                        root: root.clone(),
+                        source: e,
+                    }
+                })?),
+            };
         Ok(Toolbox {
             source,
             deny: guard::Deny::new(deny)?,
@@ -280,7 +313,11 @@ impl Toolbox {
     }
 
     /// The tools over the working tree at `root` (tests, local reviews).
-    pub fn work_tree(root: &Path, deny: &[String], call_bytes: usize) -> Result<Self, String> {
+    pub fn work_tree(
+        root: &Path,
+        deny: &[String],
+        call_bytes: usize,
+    ) -> Result<Self, ToolboxError> {
         Self::open(
             &Head::WorkTree(root.to_path_buf()),
             deny,
@@ -336,16 +373,18 @@ fn sha256(text: &str) -> String {
 }
 
 /// The arguments as a JSON object (an empty text is `{}`).
-fn parse_arguments(text: &str) -> Result<serde_json::Map<String, Value>, String> {
+fn parse_arguments(text: &str) -> Result<serde_json::Map<String, Value>, Refusal> {
     if text.trim().is_empty() {
         return Ok(Default::default());
     }
     match serde_json::from_str::<Value>(text) {
         Ok(Value::Object(map)) => Ok(map),
-        Ok(_) => Err("the arguments must be a JSON object".into()),
-        Err(e) => Err(format!(
-            "the arguments are not valid JSON ({e}); send a JSON object such as {{\"path\": \"src/main.rs\"}}"
+        Ok(_) => Err(Refusal::Arguments(
+            "the arguments must be a JSON object".into(),
         )),
+        Err(e) => Err(Refusal::Arguments(format!(
+            "the arguments are not valid JSON ({e}); send a JSON object such as {{\"path\": \"src/main.rs\"}}"
+        ))),
     }
 }
 
@@ -354,17 +393,19 @@ fn string_arg<'a>(
     args: &'a serde_json::Map<String, Value>,
     key: &str,
     required: bool,
-) -> Result<Option<&'a str>, String> {
+) -> Result<Option<&'a str>, Refusal> {
     match args.get(key) {
         None | Some(Value::Null) if !required => Ok(None),
-        None | Some(Value::Null) => Err(format!("`{key}` is required (a string)")),
+        None | Some(Value::Null) => Err(Refusal::Arguments(format!(
+            "`{key}` is required (a string)"
+        ))),
         Some(Value::String(s)) => Ok(Some(s)),
-        Some(_) => Err(format!("`{key}` must be a string")),
+        Some(_) => Err(Refusal::Arguments(format!("`{key}` must be a string"))),
     }
 }
 
 /// An optional line number: a whole number ≥ 1 (or its text, as models send it).
-fn line_arg(args: &serde_json::Map<String, Value>, key: &str) -> Result<Option<u32>, String> {
+fn line_arg(args: &serde_json::Map<String, Value>, key: &str) -> Result<Option<u32>, Refusal> {
     let n = match args.get(key) {
         None | Some(Value::Null) => return Ok(None),
         Some(Value::Number(n)) => n.as_f64(),
@@ -373,7 +414,9 @@ fn line_arg(args: &serde_json::Map<String, Value>, key: &str) -> Result<Option<u
     };
     match n {
         Some(n) if n >= 1.0 && n.fract() == 0.0 && n <= f64::from(u32::MAX) => Ok(Some(n as u32)),
-        _ => Err(format!("`{key}` must be a line number (1 or more)")),
+        _ => Err(Refusal::Arguments(format!(
+            "`{key}` must be a line number (1 or more)"
+        ))),
     }
 }
 

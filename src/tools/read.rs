@@ -1,6 +1,7 @@
 //! `read_file {path, start_line?, end_line?}`: a file of the reviewed head as numbered
 //! lines, cut at the per-call cap with a note saying where to go on.
 
+use super::refusal::Refusal;
 use super::source::Miss;
 use super::{MAX_FILE_BYTES, Toolbox, fenced, guard, is_binary, line_arg, string_arg};
 use crate::text::escape;
@@ -10,33 +11,39 @@ use std::fmt::Write;
 /// Room kept in a result for its header, fence lines and the note on a cut.
 const FRAME_BYTES: usize = 512;
 
-pub(super) fn read_file(tb: &Toolbox, args: &Map<String, Value>) -> Result<String, String> {
+pub(super) fn read_file(tb: &Toolbox, args: &Map<String, Value>) -> Result<String, Refusal> {
     let raw = string_arg(args, "path", true)?.unwrap_or_default();
     let start = line_arg(args, "start_line")?.unwrap_or(1);
     let end = line_arg(args, "end_line")?;
     if end.is_some_and(|e| e < start) {
-        return Err("`end_line` is before `start_line`".into());
+        return Err(Refusal::Arguments(
+            "`end_line` is before `start_line`".into(),
+        ));
     }
     let path = guard::check(raw, &tb.deny)?;
     if path.is_empty() {
-        return Err("the top folder is not a file: use list_files to see the files".into());
+        return Err(Refusal::Path(
+            "the top folder is not a file: use list_files to see the files".into(),
+        ));
     }
     let shown = escape::inline(&path);
     let read = tb
         .source
         .read(&path, MAX_FILE_BYTES)
-        .map_err(|m| miss(&shown, m))?;
+        .map_err(|m| Refusal::File(miss(&shown, m)))?;
     // A link inside the tree is judged by where it leads, too.
     guard::allowed(&read.resolved, &tb.deny)?;
     if is_binary(&read.bytes) {
-        return Err(format!("`{shown}` is a binary file; it is not shown"));
+        return Err(Refusal::File(format!(
+            "`{shown}` is a binary file; it is not shown"
+        )));
     }
     let text = String::from_utf8_lossy(&read.bytes);
     let total = text.lines().count() as u32;
     if start > total.max(1) {
-        return Err(format!(
+        return Err(Refusal::File(format!(
             "`{shown}` has {total} lines; `start_line` {start} is past its end"
-        ));
+        )));
     }
     let budget = tb.call_bytes.saturating_sub(FRAME_BYTES);
     let mut body = String::new();

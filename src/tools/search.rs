@@ -4,6 +4,7 @@
 //! cut a result is named in it.
 
 use super::read::long_line;
+use super::refusal::Refusal;
 use super::{Halt, MAX_FILE_BYTES, Toolbox, cut, fenced, guard, is_binary, string_arg};
 use crate::path_rules::{PathRules, Verdict};
 use crate::text::escape;
@@ -31,15 +32,21 @@ const FRAME_BYTES: usize = 512;
 /// Said in a result the unit's clocks cut (the engine does not give it to the model).
 const HALTED: &str = "stopped: the unit's time ran out";
 
-pub(super) fn grep(tb: &Toolbox, args: &Map<String, Value>, halt: &Halt) -> Result<String, String> {
+pub(super) fn grep(
+    tb: &Toolbox,
+    args: &Map<String, Value>,
+    halt: &Halt,
+) -> Result<String, Refusal> {
     let pattern = string_arg(args, "pattern", true)?.unwrap_or_default();
     if pattern.is_empty() {
-        return Err("`pattern` is empty: give a regular expression".into());
+        return Err(Refusal::Arguments(
+            "`pattern` is empty: give a regular expression".into(),
+        ));
     }
     if pattern.chars().count() > MAX_PATTERN_CHARS {
-        return Err(format!(
+        return Err(Refusal::Arguments(format!(
             "`pattern` is longer than {MAX_PATTERN_CHARS} characters"
-        ));
+        )));
     }
     let regex = regex::RegexBuilder::new(pattern)
         .size_limit(REGEX_SIZE_LIMIT)
@@ -47,10 +54,10 @@ pub(super) fn grep(tb: &Toolbox, args: &Map<String, Value>, halt: &Halt) -> Resu
         .nest_limit(64)
         .build()
         .map_err(|e| {
-            format!(
+            Refusal::Arguments(format!(
                 "`pattern` is not a regular expression warden accepts ({}); Rust regex syntax, no look-around or back-references, compiled size at most {REGEX_SIZE_LIMIT} bytes",
                 escape::inline(&cut(&e.to_string(), 300))
-            )
+            ))
         })?;
     let filter = glob_arg(args, "path_glob", false)?;
     let budget = tb.call_bytes.saturating_sub(FRAME_BYTES);
@@ -123,7 +130,7 @@ pub(super) fn list_files(
     tb: &Toolbox,
     args: &Map<String, Value>,
     halt: &Halt,
-) -> Result<String, String> {
+) -> Result<String, Refusal> {
     let filter = glob_arg(args, "glob", true)?;
     let budget = tb.call_bytes.saturating_sub(FRAME_BYTES);
     let mut body = String::new();
@@ -175,35 +182,35 @@ fn glob_arg(
     args: &Map<String, Value>,
     key: &str,
     required: bool,
-) -> Result<Option<PathRules>, String> {
+) -> Result<Option<PathRules>, Refusal> {
     let Some(glob) = string_arg(args, key, required)? else {
         return Ok(None);
     };
     let glob = glob.trim();
     if glob.is_empty() {
         return if required {
-            Err(format!(
+            Err(Refusal::Arguments(format!(
                 "`{key}` is empty: give a glob such as `src/**/*.rs`"
-            ))
+            )))
         } else {
             Ok(None)
         };
     }
     if glob.chars().count() > MAX_PATTERN_CHARS || glob.starts_with('!') {
-        return Err(format!(
+        return Err(Refusal::Arguments(format!(
             "`{key}` must be one glob of at most {MAX_PATTERN_CHARS} characters, not negated"
-        ));
+        )));
     }
     if glob.split('/').any(|p| p == "..") || glob.starts_with('/') && glob.len() == 1 {
-        return Err(format!(
+        return Err(Refusal::Arguments(format!(
             "`{key}`: `..` is refused; globs match inside the repository"
-        ));
+        )));
     }
     PathRules::new(&[glob]).map(Some).map_err(|(_, e)| {
-        format!(
+        Refusal::Arguments(format!(
             "`{key}` is not a glob warden accepts ({})",
             escape::inline(&cut(&e, 200))
-        )
+        ))
     })
 }
 
