@@ -16,7 +16,7 @@ pub(super) fn cache_cmd(args: &CacheArgs) -> Result<i32> {
     settings.refuse_unknown_keys(args.strict_config)?;
     let dir = Sources::from_env(args.cache_dir.clone(), settings.cache.dir.clone())
         .dir()
-        .map_err(Error::Usage)?;
+        .map_err(|e| Error::Usage(e.to_string()))?;
     let path = dir.join(sqlite::FILE_NAME);
     let limits = Limits {
         max_size: settings.cache.max_size,
@@ -71,13 +71,16 @@ pub(super) fn cache_cmd(args: &CacheArgs) -> Result<i32> {
 }
 
 /// Clears the shared level when `wanted` (`--shared`); otherwise says it was left alone.
-async fn clear_shared(shared: Option<Result<RedisLevel, String>>, wanted: bool) -> Result<String> {
+async fn clear_shared(
+    shared: Option<Result<RedisLevel, redis::Unreachable>>,
+    wanted: bool,
+) -> Result<String> {
     match (shared, wanted) {
         (None, false) => Ok(String::new()),
         (None, true) => Err(Error::Usage(
             "--shared: there is no shared cache level: it needs `[fleet] cache = true` and a Redis server (`[fleet] redis` or WARDEN_REDIS_URL)".into(),
         )),
-        (Some(Err(server)), true) => Err(Error::Usage(format!(
+        (Some(Err(redis::Unreachable { server })), true) => Err(Error::Usage(format!(
             "--shared: the shared cache at redis {server} could not be reached (see the warning above); nothing was deleted there"
         ))),
         (Some(Err(_)), false) => Ok(String::new()),

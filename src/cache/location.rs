@@ -22,6 +22,14 @@ pub struct Sources {
     pub home: Option<PathBuf>,
 }
 
+/// No flag, variable, config key or home folder names a cache directory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "no cache directory: HOME and XDG_CACHE_HOME are not set; pass --cache-dir DIR or set {env}",
+    env = ENV_DIR
+)]
+pub struct NoCacheDir;
+
 impl Sources {
     /// The flag and config given, the rest from this process's environment.
     pub fn from_env(flag: Option<PathBuf>, config: Option<PathBuf>) -> Sources {
@@ -35,7 +43,7 @@ impl Sources {
     }
 
     /// The cache directory, or why there is none.
-    pub fn dir(&self) -> Result<PathBuf, String> {
+    pub fn dir(&self) -> Result<PathBuf, NoCacheDir> {
         let set = |v: &Option<OsString>| v.clone().filter(|v| !v.is_empty()).map(PathBuf::from);
         if let Some(d) = self.flag.clone().filter(|d| !d.as_os_str().is_empty()) {
             return Ok(d);
@@ -52,9 +60,7 @@ impl Sources {
         }
         match self.home.clone().filter(|h| !h.as_os_str().is_empty()) {
             Some(h) => Ok(h.join(".cache").join("warden")),
-            None => Err(format!(
-                "no cache directory: HOME and XDG_CACHE_HOME are not set; pass --cache-dir DIR or set {ENV_DIR}"
-            )),
+            None => Err(NoCacheDir),
         }
     }
 }
@@ -86,7 +92,7 @@ mod tests {
         s.xdg_cache_home = Some("relative/xdg".into());
         assert_eq!(s.dir().unwrap(), PathBuf::from("/home/u/.cache/warden"));
         s.home = None;
-        let e = s.dir().unwrap_err();
+        let e = s.dir().unwrap_err().to_string();
         assert!(e.contains("--cache-dir") && e.contains(ENV_DIR), "{e}");
     }
 }

@@ -5,7 +5,7 @@
 //! run (breakers, permits and the cache alike).
 
 use super::key::Key;
-use super::shared::{MAX_VALUE_BYTES, SharedStore};
+use super::shared::{MAX_VALUE_BYTES, SharedError, SharedStore};
 use crate::fleet::{Fleet, FleetError, SMALL_REPLY_BYTES};
 use futures_util::future::BoxFuture;
 use std::sync::LazyLock;
@@ -53,6 +53,15 @@ pub struct SharedStats {
     pub entries: Option<u64>,
 }
 
+/// The shared level was asked for and its server could not be reached (the fleet has
+/// warned once): the server, without its password.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("the shared cache at redis {server} could not be reached")]
+pub struct Unreachable {
+    /// The server, as shown.
+    pub server: String,
+}
+
 /// The shared level `settings` ask for (`[fleet] cache = true`), connected on the current
 /// runtime. `Ok(None)`: not asked for. `Err(server)`: asked for, but the server could not be
 /// reached (after the fleet's one warning). A missing server is a configuration error.
@@ -60,7 +69,7 @@ pub async fn connect(
     settings: &crate::config::Settings,
     env: impl Fn(&str) -> Option<String>,
     warn: super::Warn,
-) -> crate::Result<Option<Result<RedisLevel, String>>> {
+) -> crate::Result<Option<Result<RedisLevel, Unreachable>>> {
     let target = crate::fleet::target(&settings.fleet, env)?;
     super::check_shared(settings, target.is_some())?;
     let Some(target) = target.filter(|t| t.cache) else {
@@ -71,15 +80,15 @@ pub async fn connect(
         Fleet::connect(target, warn)
             .await
             .map(RedisLevel)
-            .ok_or(server),
+            .ok_or(Unreachable { server }),
     ))
 }
 
 /// What `warden cache stats` shows of the level [`connect`] gave (None: no shared level).
-pub async fn shared_stats(level: Option<Result<RedisLevel, String>>) -> Option<SharedStats> {
+pub async fn shared_stats(level: Option<Result<RedisLevel, Unreachable>>) -> Option<SharedStats> {
     match level? {
         Ok(level) => Some(level.stats().await),
-        Err(server) => Some(SharedStats {
+        Err(Unreachable { server }) => Some(SharedStats {
             server,
             keys: String::new(),
             entries: None,
@@ -201,7 +210,7 @@ impl SharedStore for RedisLevel {
     fn get_many<'a>(
         &'a self,
         keys: &'a [Key],
-    ) -> BoxFuture<'a, Result<Vec<Option<Vec<u8>>>, String>> {
+    ) -> BoxFuture<'a, Result<Vec<Option<Vec<u8>>>, SharedError>> {
         Box::pin(async move {
             let mut inv = GET.prepare_invoke();
             for k in keys {
@@ -217,13 +226,12 @@ impl SharedStore for RedisLevel {
                     most,
                     |mut c| async move { inv.invoke_async(&mut c).await },
                 )
-                .await
-                .map_err(|e| e.to_string())?;
+                .await?;
             if values.len() != keys.len() {
                 // Not what the script returns: a hostile or broken server.
                 let why = format!("answered {} values for {} keys", values.len(), keys.len());
                 self.0.distrust(WHAT, &why);
-                return Err(why);
+                return Err(SharedError::BadReply(why));
             }
             Ok(values)
         })
@@ -233,7 +241,7 @@ impl SharedStore for RedisLevel {
         &'a self,
         entries: &'a [(Key, Vec<u8>)],
         ttl: Duration,
-    ) -> BoxFuture<'a, Result<(), String>> {
+    ) -> BoxFuture<'a, Result<(), SharedError>> {
         let ms = ttl.as_millis().clamp(1, u64::MAX as u128) as u64;
         let mut pipe = redis::pipe();
         for (k, v) in entries {
@@ -251,7 +259,7 @@ impl SharedStore for RedisLevel {
                     pipe.query_async::<()>(&mut c).await
                 })
                 .await
-                .map_err(|e| e.to_string())
+                .map_err(SharedError::from)
         })
     }
 }

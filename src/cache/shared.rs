@@ -22,6 +22,20 @@ pub const MAX_VALUE_BYTES: usize = 256 * 1024;
 /// Keys asked or written per round trip, so one call stays small and inside its bound.
 pub const BATCH: usize = 200;
 
+/// Why the shared level gave no answer; the cache then turns the level off for the run.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum SharedError {
+    /// The fleet's call failed (it has warned once).
+    #[error(transparent)]
+    Fleet(#[from] crate::fleet::FleetError),
+    /// The server answered something other than what was asked (a broken or hostile one).
+    #[error("{0}")]
+    BadReply(String),
+    /// The store cannot answer at all.
+    #[error("{0}")]
+    Down(String),
+}
+
 /// A level shared between machines. Implementations bound every call and report a failed
 /// call as `Err` (after their own warning, if any); they never panic on bad data.
 pub trait SharedStore: Send + Sync {
@@ -34,14 +48,14 @@ pub trait SharedStore: Send + Sync {
     fn get_many<'a>(
         &'a self,
         keys: &'a [Key],
-    ) -> BoxFuture<'a, Result<Vec<Option<Vec<u8>>>, String>>;
+    ) -> BoxFuture<'a, Result<Vec<Option<Vec<u8>>>, SharedError>>;
 
     /// Stores each value under its key, to expire after `ttl`.
     fn put_many<'a>(
         &'a self,
         entries: &'a [(Key, Vec<u8>)],
         ttl: Duration,
-    ) -> BoxFuture<'a, Result<(), String>>;
+    ) -> BoxFuture<'a, Result<(), SharedError>>;
 }
 
 /// A sealed value as the shared level holds it: the checksum's 64 hex digits, a newline,

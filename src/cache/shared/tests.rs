@@ -23,11 +23,11 @@ impl SharedStore for Arc<Memory> {
     fn get_many<'a>(
         &'a self,
         keys: &'a [Key],
-    ) -> BoxFuture<'a, Result<Vec<Option<Vec<u8>>>, String>> {
+    ) -> BoxFuture<'a, Result<Vec<Option<Vec<u8>>>, SharedError>> {
         Box::pin(async move {
             self.calls.fetch_add(1, Ordering::SeqCst);
             if self.fail.load(Ordering::SeqCst) {
-                return Err("down".into());
+                return Err(SharedError::Down("down".into()));
             }
             let map = self.map.lock().unwrap();
             Ok(keys.iter().map(|k| map.get(k.as_str()).cloned()).collect())
@@ -38,11 +38,11 @@ impl SharedStore for Arc<Memory> {
         &'a self,
         entries: &'a [(Key, Vec<u8>)],
         ttl: Duration,
-    ) -> BoxFuture<'a, Result<(), String>> {
+    ) -> BoxFuture<'a, Result<(), SharedError>> {
         Box::pin(async move {
             self.calls.fetch_add(1, Ordering::SeqCst);
             if self.fail.load(Ordering::SeqCst) {
-                return Err("down".into());
+                return Err(SharedError::Down("down".into()));
             }
             self.ttls.lock().unwrap().push(ttl);
             let mut map = self.map.lock().unwrap();
