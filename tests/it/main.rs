@@ -70,6 +70,7 @@ mod simulate;
 mod simulate_tools;
 mod skills;
 mod telemetry;
+mod telemetry_otlp;
 mod tool_loops;
 mod trust;
 mod user_session;

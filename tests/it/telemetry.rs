@@ -237,7 +237,11 @@ fn attempt_spans_carry_genai_and_policy_attributes() {
 // ---- through the binary ---------------------------------------------------------------
 
 /// A repo with `n` changed files and a config with one fake route.
-fn session(n: usize, fake: &FakeProvider, extra_route: &str) -> (Repo, tempfile::TempDir) {
+pub(crate) fn session(
+    n: usize,
+    fake: &FakeProvider,
+    extra_route: &str,
+) -> (Repo, tempfile::TempDir) {
     let repo = Repo::new();
     for i in 0..n {
         repo.write(&format!("src/f{i}.rs"), source_lines(10, &format!("f{i}")));
@@ -265,7 +269,7 @@ fn session(n: usize, fake: &FakeProvider, extra_route: &str) -> (Repo, tempfile:
     (repo, cfg)
 }
 
-fn review(
+pub(crate) fn review(
     repo: &Repo,
     cfg: &tempfile::TempDir,
     extra: &[&str],

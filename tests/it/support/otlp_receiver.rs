@@ -1,5 +1,5 @@
-//! A minimal OTLP/HTTP receiver on 127.0.0.1: records every POST (path and body) and
-//! answers 200 with an empty protobuf body, as a collector does.
+//! A minimal OTLP/HTTP receiver on 127.0.0.1: records every POST (path, headers and body)
+//! and answers 200 with an empty protobuf body, as a collector does.
 
 #![allow(dead_code)]
 
@@ -7,8 +7,24 @@ use std::io::{Read, Write};
 use std::net::TcpListener;
 use std::sync::{Arc, Mutex};
 
-/// (path, body) of every POST received.
-type Posts = Arc<Mutex<Vec<(String, Vec<u8>)>>>;
+/// One POST received: its path, its headers (names lowercased) and its body.
+pub struct Post {
+    pub path: String,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+impl Post {
+    /// The value of header `name` (lowercase), if it was sent.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+type Posts = Arc<Mutex<Vec<Post>>>;
 
 pub struct Receiver {
     pub addr: std::net::SocketAddr,
@@ -26,8 +42,8 @@ impl Receiver {
                 let Ok(mut s) = conn else { continue };
                 let p = p.clone();
                 std::thread::spawn(move || {
-                    while let Some((path, body)) = read_request(&mut s) {
-                        p.lock().unwrap().push((path, body));
+                    while let Some(post) = read_request(&mut s) {
+                        p.lock().unwrap().push(post);
                         let _ = s.write_all(b"HTTP/1.1 200 OK\r\ncontent-type: application/x-protobuf\r\ncontent-length: 0\r\n\r\n");
                     }
                 });
@@ -45,9 +61,28 @@ impl Receiver {
             .lock()
             .unwrap()
             .iter()
-            .filter(|(p, _)| p == path)
-            .map(|(_, b)| b.clone())
+            .filter(|p| p.path == path)
+            .map(|p| p.body.clone())
             .collect()
+    }
+
+    /// Every POST to `path`, with its headers.
+    pub fn requests(&self, path: &str) -> Vec<Post> {
+        let posts = self.posts.lock().unwrap();
+        let to_path = posts.iter().filter(|p| p.path == path);
+        to_path
+            .map(|p| Post {
+                path: p.path.clone(),
+                headers: p.headers.clone(),
+                body: p.body.clone(),
+            })
+            .collect()
+    }
+
+    /// The paths of every POST, in arrival order.
+    pub fn paths(&self) -> Vec<String> {
+        let posts = self.posts.lock().unwrap();
+        posts.iter().map(|p| p.path.clone()).collect()
     }
 
     pub fn all_bytes(&self) -> Vec<u8> {
@@ -55,12 +90,12 @@ impl Receiver {
             .lock()
             .unwrap()
             .iter()
-            .flat_map(|(_, b)| b.clone())
+            .flat_map(|p| p.body.clone())
             .collect()
     }
 }
 
-fn read_request(s: &mut std::net::TcpStream) -> Option<(String, Vec<u8>)> {
+fn read_request(s: &mut std::net::TcpStream) -> Option<Post> {
     let mut buf = Vec::new();
     let mut tmp = [0u8; 8192];
     let end = loop {
@@ -75,6 +110,12 @@ fn read_request(s: &mut std::net::TcpStream) -> Option<(String, Vec<u8>)> {
     };
     let head = String::from_utf8_lossy(&buf[..end]).to_string();
     let path = head.split(' ').nth(1)?.to_string();
+    let headers = head
+        .lines()
+        .skip(1)
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_string()))
+        .collect();
     let len: usize = head
         .lines()
         .find_map(|l| {
@@ -92,5 +133,9 @@ fn read_request(s: &mut std::net::TcpStream) -> Option<(String, Vec<u8>)> {
         body.extend_from_slice(&tmp[..n]);
     }
     body.truncate(len);
-    Some((path, body))
+    Some(Post {
+        path,
+        headers,
+        body,
+    })
 }
