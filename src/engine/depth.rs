@@ -19,6 +19,17 @@ use tokio::time::Instant;
 /// needed (docs/tool-loops.md has the figures).
 /// So when the budget cannot cover every unit once, tool turns go first, down to
 /// single-shot reviews.
+///
+/// The unit's own risk is the second half of the rule: a tool turn must leave the final
+/// turn its retry. A retry needs half the hunk budget left (docs/design.md §4 rule 5), so
+/// a tool turn that takes what the final turn's retry would need turns one failure into a
+/// lost unit where a single-shot review would have tried again: under a slow-tail primary
+/// most of a loop's lost units were exactly that (a tool turn, then a final turn timed out
+/// with no retry left). A tool turn is taken only when the hunk budget left after it (at
+/// what an answer takes on its route) still holds the final turn's request deadline plus
+/// half the budget, or when failures are rare (at most 1 in 50 attempts so far, none
+/// at all before the first attempt ends): then a lost retry costs almost nothing, and a
+/// review whose routes answer keeps its loops from the first unit on.
 #[derive(Debug)]
 pub(super) struct Depth {
     /// Permits of every route: slots per second of budget.
@@ -26,22 +37,42 @@ pub(super) struct Depth {
     review_deadline: Instant,
     /// The request deadline: a turn's cost before any was answered.
     request_timeout: Duration,
+    /// The unit's hunk budget (its final turn's retry needs half of it).
+    hunk_budget: Duration,
     units_open: std::sync::atomic::AtomicUsize,
-    /// Per route (by index): milliseconds its attempts held a slot, and its turns answered.
-    observed: std::sync::Mutex<Vec<(u64, u64)>>,
+    /// Per route (by index): what its attempts took.
+    observed: std::sync::Mutex<Vec<Observed>>,
 }
+
+/// What one route's attempts took so far.
+#[derive(Debug, Default, Clone, Copy)]
+struct Observed {
+    /// Milliseconds its attempts held a slot, answered or not.
+    slot_ms: u64,
+    /// Turns it answered.
+    answered: u64,
+    /// Milliseconds its answered turns took.
+    answer_ms: u64,
+    /// Attempts that ended without an answer.
+    failed: u64,
+}
+
+/// Failures at most this share of attempts (1 in 50) are rare: losing a final turn's
+/// retry to a tool turn then costs under 2 % of the loops' units.
+const RARE_SHARE: (u64, u64) = (1, 50);
 
 impl Depth {
     pub(super) fn new(
         slots: usize,
         units: usize,
         review_deadline: Instant,
-        request_timeout: Duration,
+        (request_timeout, hunk_budget): (Duration, Duration),
     ) -> Self {
         Depth {
             slots: slots.max(1) as u32,
             review_deadline,
             request_timeout,
+            hunk_budget,
             units_open: units.into(),
             observed: Default::default(),
         }
@@ -60,10 +91,17 @@ impl Depth {
     pub(super) fn observe(&self, route: usize, d: Duration, answered: bool) {
         let mut o = self.observed.lock().expect("depth lock");
         if o.len() <= route {
-            o.resize(route + 1, (0, 0));
+            o.resize(route + 1, Observed::default());
         }
-        o[route].0 += d.as_millis() as u64;
-        o[route].1 += u64::from(answered);
+        let ms = d.as_millis() as u64;
+        let r = &mut o[route];
+        r.slot_ms += ms;
+        if answered {
+            r.answered += 1;
+            r.answer_ms += ms;
+        } else {
+            r.failed += 1;
+        }
     }
 
     /// What an answered turn on `route` costs in slot time, so far: the route's own
@@ -73,9 +111,10 @@ impl Depth {
         let own = observed.get(route).copied().unwrap_or_default();
         let all = observed
             .iter()
-            .fold((0, 0), |(s, n), (ds, dn)| (s + ds, n + dn));
+            .fold((0, 0), |(s, n), o| (s + o.slot_ms, n + o.answered));
         drop(observed);
-        self.cost_of(own).max(self.cost_of(all))
+        self.cost_of((own.slot_ms, own.answered))
+            .max(self.cost_of(all))
     }
 
     /// Slot time over turns answered; the request deadline before any was answered.
@@ -88,9 +127,39 @@ impl Depth {
         spent / answered.min(u64::from(u32::MAX)) as u32
     }
 
+    /// Whether a tool turn on `route` leaves the unit's final turn its retry, with
+    /// `hunk_left` of the unit's hunk budget left: after the tool turn (at what an answer
+    /// on `route` took on average; the request deadline before any) and a final turn that
+    /// fails at its deadline, half the hunk budget must remain. Or failures are rare.
+    fn keeps_final_retry(&self, route: usize, hunk_left: Duration) -> bool {
+        let observed = self.observed.lock().expect("depth lock");
+        let own = observed.get(route).copied().unwrap_or_default();
+        let (attempts, failed) = observed.iter().fold((0, 0), |(n, f), o| {
+            (n + o.answered + o.failed, f + o.failed)
+        });
+        drop(observed);
+        let rare = failed * RARE_SHARE.1 <= attempts * RARE_SHARE.0;
+        let answer = match own.answered {
+            0 => self.request_timeout,
+            n => Duration::from_millis(own.answer_ms / n),
+        };
+        let after_final = hunk_left
+            .saturating_sub(answer)
+            .saturating_sub(self.request_timeout);
+        rare || after_final >= self.hunk_budget / 2
+    }
+
+    /// Whether a tool turn on `route` is affordable: the unit's share of what is left
+    /// covers two more turns (a tool turn and the final one) at what a turn costs on
+    /// `route`, and the tool turn leaves the final turn its retry (`hunk_left`: what is
+    /// left of the unit's hunk budget).
+    pub(super) fn affords_tool_turn(&self, route: usize, hunk_left: Duration) -> bool {
+        self.affords_share(route) && self.keeps_final_retry(route, hunk_left)
+    }
+
     /// Whether a unit's share of what is left covers two more turns (a tool turn and the
     /// final one) at what a turn costs on `route`.
-    pub(super) fn affords_tool_turn(&self, route: usize) -> bool {
+    fn affords_share(&self, route: usize) -> bool {
         let turn = self.turn_cost(route);
         let left = self
             .review_deadline
@@ -115,27 +184,27 @@ mod tests {
     /// The headline at 60x: 8 permits, 60 units, 15 s, a 2 s request deadline.
     #[tokio::test(start_paused = true)]
     async fn depth_comes_from_observed_turns_and_the_budget_left() {
-        let d = Depth::new(8, 60, Instant::now() + S(15), S(2));
+        let d = Depth::new(8, 60, Instant::now() + S(15), (S(2), S(5)));
         // Nothing observed: a turn may take the whole deadline; 2 s a unit covers no
         // tool turn and its final one (4 s).
-        assert!(!d.affords_tool_turn(0));
+        assert!(!d.affords_share(0));
         // Fast turns observed (300 ms): 2 s a unit covers two.
         for _ in 0..10 {
             d.observe(0, Duration::from_millis(300), true);
         }
-        assert!(d.affords_tool_turn(0));
+        assert!(d.affords_share(0));
         // Slow and failed attempts count their slot time too: 1.5 s a turn.
         for _ in 0..10 {
             d.observe(0, Duration::from_millis(2700), true);
         }
-        assert!(!d.affords_tool_turn(0));
+        assert!(!d.affords_share(0));
         // Units that end leave their share; and the share shrinks as time passes.
         for _ in 0..55 {
             d.unit_finished();
         }
-        assert!(d.affords_tool_turn(0), "5 units share 24 s");
+        assert!(d.affords_share(0), "5 units share 24 s");
         tokio::time::advance(S(14)).await;
-        assert!(!d.affords_tool_turn(0), "1 s left: 1.6 s a unit");
+        assert!(!d.affords_share(0), "1 s left: 1.6 s a unit");
     }
 
     /// Spillover at 60x: a slow primary (route 0) and a fast fallback (route 1). The
@@ -144,7 +213,7 @@ mod tests {
     /// primary's overflow needs).
     #[tokio::test(start_paused = true)]
     async fn each_route_prices_its_own_turns_never_below_the_average() {
-        let d = Depth::new(8, 60, Instant::now() + S(15), S(2));
+        let d = Depth::new(8, 60, Instant::now() + S(15), (S(2), S(5)));
         for _ in 0..30 {
             d.observe(1, Duration::from_millis(300), true);
         }
@@ -153,13 +222,46 @@ mod tests {
         }
         // 2 s a unit. Averaged, a turn costs 675 ms: two fit. The primary's own 1.8 s
         // turns do not.
-        assert!(d.affords_tool_turn(1));
-        assert!(!d.affords_tool_turn(0));
+        assert!(d.affords_share(1));
+        assert!(!d.affords_share(0));
         // A route with nothing observed prices a turn at the request deadline.
-        assert!(!d.affords_tool_turn(2));
+        assert!(!d.affords_share(2));
         // 8 s left: 1.07 s a unit. Two of the fallback's own 300 ms turns would fit, two
         // at the average do not.
         tokio::time::advance(S(7)).await;
-        assert!(!d.affords_tool_turn(1));
+        assert!(!d.affords_share(1));
+    }
+
+    /// The headline's lost units: a tool turn, then a final turn that timed out with less
+    /// than half the hunk budget left, so no retry. Once failures are seen, a tool turn is
+    /// taken only when the final turn keeps its retry.
+    #[tokio::test(start_paused = true)]
+    async fn a_tool_turn_leaves_the_final_turn_its_retry_once_failures_are_seen() {
+        let mut d = Depth::new(8, 4, Instant::now() + S(600), (S(2), S(5)));
+        // Nothing failed yet (nothing ended at all): tool turns are open.
+        assert!(d.keeps_final_retry(0, S(5)));
+        // One timeout: 5 s hunk budget, 2 s deadline, nothing answered on the route (a
+        // turn at the deadline): 5 - 2 - 2 < 2.5.
+        d.observe(0, S(2), false);
+        assert!(!d.keeps_final_retry(0, S(5)));
+        d = Depth::new(8, 4, Instant::now() + S(600), (S(2), S(20)));
+        d.observe(0, S(2), false);
+        // A 20 s budget: 20 - 2 - 2 >= 10.
+        assert!(d.keeps_final_retry(0, S(20)));
+        assert!(d.affords_tool_turn(0, S(20)), "the share covers it too");
+        // Answers of 500 ms: 14.5 - 0.5 - 2 = 12 >= 10; with 12 s left, 9.5 < 10.
+        for _ in 0..10 {
+            d.observe(0, Duration::from_millis(500), true);
+        }
+        assert!(d.keeps_final_retry(0, Duration::from_millis(14_500)));
+        assert!(!d.keeps_final_retry(0, S(12)));
+        assert!(!d.affords_tool_turn(0, S(12)));
+        // Rare failures (1 in 50) lift the retry rule; a second one on any route restores it.
+        for _ in 0..39 {
+            d.observe(0, Duration::from_millis(500), true);
+        }
+        assert!(d.keeps_final_retry(0, S(12)), "1 failure in 50 attempts");
+        d.observe(1, S(2), false);
+        assert!(!d.keeps_final_retry(0, S(12)), "2 in 51");
     }
 }

@@ -365,7 +365,7 @@ impl Engine {
                 slots,
                 units.len(),
                 review_deadline,
-                self.exec.request_timeout,
+                (self.exec.request_timeout, hunk_budget),
             ),
             cancel: interrupt.child_token(),
             interrupted: interrupt.clone(),

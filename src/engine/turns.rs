@@ -118,7 +118,8 @@ impl LoopState {
         let short = left < sh.exec.request_timeout.saturating_mul(2);
         let last = used + 1 >= self.figures.turns_allowed;
         // Checked only when nothing else ends the tool turns (it reads shared figures).
-        let shed = !(last || spent || short || sh.depth.affords_tool_turn(route));
+        let hunk_left = hunk_end.saturating_duration_since(now);
+        let shed = !(last || spent || short || sh.depth.affords_tool_turn(route, hunk_left));
         if !(last || spent || short || shed) {
             return;
         }

@@ -277,12 +277,14 @@ fn a_push_that_leaves_a_loop_s_reads_alone_hits_the_cache_whatever_the_commit() 
 #[test]
 fn a_loop_s_turns_are_counted_apart_from_retries_in_json_and_text() {
     let s = Setup::new(1);
-    // One route: one failed attempt (retried on it), then a read and a submit.
+    // One route: one failed attempt (retried on it), then a read and a submit. The hunk
+    // budget leaves a tool turn and the final turn's retry room after the failure
+    // (20 - 3 - 3 >= 10).
     let routes = fake_routes(&s.fake.base_url(), crate::cache::KEY_VAR, 2);
     let primary = routes.split("[[routes]]").nth(1).unwrap();
     std::fs::write(
         s.config_path(),
-        format!("version = 1\n[execution]\nreviewBudget = \"20s\"\nhunkBudget = \"8s\"\nrequestTimeout = \"3s\"\n[[routes]]{primary}"),
+        format!("version = 1\n[execution]\nreviewBudget = \"40s\"\nhunkBudget = \"20s\"\nrequestTimeout = \"3s\"\n[[routes]]{primary}"),
     )
     .unwrap();
     s.fake
