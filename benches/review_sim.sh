@@ -10,13 +10,16 @@
 #  4. `warden simulate` of the 200-unit plan, 5 runs x 2 policies: CPU and wall time.
 #  5. One slow-tail route alone (ordered, cap 4), 200 units, `--no-tools`: units
 #     reviewed and unavailable per seed, with the wall time.
-#  6. The 60-unit headline (ordered) with the built-in skills' tool loops against
-#     `--no-tools`: units reviewed per seed in process runs, their medians, and
-#     `warden simulate --runs SEEDS` of the same config with tools on and off.
-#   usage: benches/review_sim.sh [SEEDS]
+#  6. The 60-unit headline under both policies with the built-in skills' tool loops
+#     against `--no-tools`: units reviewed per seed in process runs (the median of
+#     REPEATS runs each), their medians, and `warden simulate --runs 100` of the same
+#     config with tools on and off.
+#   usage: benches/review_sim.sh [SEEDS [REPEATS]]
+#   ONLY=6 runs section 6 alone (the others take about 10 minutes).
 #   WARDEN_BIN=path/to/warden uses that binary instead of building a release one.
 set -euo pipefail
 seeds=${1:-5}
+repeats=${2:-5}
 root=$(cd "$(dirname "$0")/.." && pwd)
 bin=${WARDEN_BIN:-}
 if [ -z "$bin" ]; then
@@ -113,6 +116,7 @@ PY
 
 make_repo "$work/r200" 100
 make_repo "$work/r60" 30
+if [ "${ONLY:-}" != 6 ]; then
 echo "== headline: 200 units, slow-tail (cap 4) + healthy (cap 4), 15 min budget, x60"
 side_by_side "$work/r200" 200
 echo
@@ -154,25 +158,36 @@ print(f'{sys.argv[1]:<6} {s["reviewed"]:>9} {s["unavailable"]:>12} {float(sys.ar
 PY
 done
 echo
-echo "== 60 units (ordered): tool loops vs --no-tools, process runs and simulate"
-printf '%-6s %6s %12s\n' seed loops single-shot
-loops=() singles=()
-for seed in $(seq 1 "$seeds"); do
-  config ordered "$seed" >"$work/h.toml"
-  l=$(reviewed "$work/r60" "$work/h.toml")
-  (cd "$work/r60" && "$bin" review -c "$work/h.toml" --no-tools --no-cache --json -q >"$work/out.json" || true)
-  n=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["summary"]["reviewed"])' "$work/out.json")
-  printf '%-6s %6s %12s\n' "$seed" "$l" "$n"
-  loops+=("$l"); singles+=("$n")
-done
-python3 - "${loops[*]}" "${singles[*]}" <<'PY'
+fi
+echo "== 60 units: tool loops vs --no-tools, process runs (median of $repeats per seed) and simulate"
+median_reviewed() { # REPO CONFIG [FLAGS] -> median units reviewed over $repeats runs
+  local got=()
+  for _ in $(seq 1 "$repeats"); do
+    (cd "$1" && "$bin" review -c "$2" ${3:-} --no-cache --json -q >"$work/out.json" || true)
+    got+=("$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["summary"]["reviewed"])' "$work/out.json")")
+  done
+  python3 -c 'import statistics,sys; print(int(statistics.median(map(int, sys.argv[1:]))))' "${got[@]}"
+}
+for routing in ordered spillover; do
+  echo "-- $routing"
+  printf '%-6s %6s %12s\n' seed loops single-shot
+  loops=() singles=()
+  for seed in $(seq 1 "$seeds"); do
+    config "$routing" "$seed" >"$work/h.toml"
+    l=$(median_reviewed "$work/r60" "$work/h.toml")
+    n=$(median_reviewed "$work/r60" "$work/h.toml" --no-tools)
+    printf '%-6s %6s %12s\n' "$seed" "$l" "$n"
+    loops+=("$l"); singles+=("$n")
+  done
+  python3 - "${loops[*]}" "${singles[*]}" "$routing" <<'PY'
 import statistics, sys
 l, n = (statistics.median(map(int, a.split())) for a in sys.argv[1:3])
-print(f"process runs: median loops {l} / single-shot {n} of 60 ({100 * l / max(1, n):.0f} %)")
+print(f"{sys.argv[3]} process runs: median loops {l} / single-shot {n} of 60 ({100 * l / max(1, n):.0f} %)")
 PY
+done
 config ordered 1 >"$work/h.toml"
 sed 's/^routing = /tools = false\nrouting = /' "$work/h.toml" >"$work/h_off.toml"
 for t in h h_off; do
-  echo "simulate ($t):"
-  (cd "$work/r60" && "$bin" simulate -c "$work/$t.toml" --runs "$seeds" | head -n 4)
+  echo "simulate ($t, 100 seeds):"
+  (cd "$work/r60" && "$bin" simulate -c "$work/$t.toml" --runs 100 | head -n 4)
 done

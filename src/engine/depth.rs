@@ -20,16 +20,17 @@ use tokio::time::Instant;
 /// So when the budget cannot cover every unit once, tool turns go first, down to
 /// single-shot reviews.
 ///
-/// The unit's own risk is the second half of the rule: a tool turn must leave the final
+/// The unit's own risk is the second half of the rule: a tool turn must not cost the final
 /// turn its retry. A retry needs half the hunk budget left (docs/design.md §4 rule 5), so
 /// a tool turn that takes what the final turn's retry would need turns one failure into a
 /// lost unit where a single-shot review would have tried again: under a slow-tail primary
 /// most of a loop's lost units were exactly that (a tool turn, then a final turn timed out
-/// with no retry left). A tool turn is taken only when the hunk budget left after it (at
-/// what an answer takes on its route) still holds the final turn's request deadline plus
-/// half the budget, or when failures are rare (at most 1 in 50 attempts so far, none
-/// at all before the first attempt ends): then a lost retry costs almost nothing, and a
-/// review whose routes answer keeps its loops from the first unit on.
+/// with no retry left). So a tool turn is taken only while failures are rare (at most 1
+/// attempt in 50 besides the first failure), or when the hunk budget left holds the
+/// tool turn and the final turn at their deadlines with half the budget still to spare.
+/// A mean answer time in place of the deadline was not enough: fast answers come first,
+/// and loops still lost units to tool turns that took longer than the mean. For the same
+/// reason attempts still running count the slot time they hold in a turn's price.
 #[derive(Debug)]
 pub(super) struct Depth {
     /// Permits of every route: slots per second of budget.
@@ -42,6 +43,8 @@ pub(super) struct Depth {
     units_open: std::sync::atomic::AtomicUsize,
     /// Per route (by index): what its attempts took.
     observed: std::sync::Mutex<Vec<Observed>>,
+    /// Attempts in flight: an id, the route and when each started.
+    in_flight: std::sync::Mutex<(u64, Vec<(u64, usize, Instant)>)>,
 }
 
 /// What one route's attempts took so far.
@@ -51,14 +54,34 @@ struct Observed {
     slot_ms: u64,
     /// Turns it answered.
     answered: u64,
-    /// Milliseconds its answered turns took.
-    answer_ms: u64,
     /// Attempts that ended without an answer.
     failed: u64,
 }
 
+/// An attempt in flight, counted until it ends (or is dropped with its unit).
+pub(super) struct InFlight<'a> {
+    depth: &'a Depth,
+    id: u64,
+}
+
+impl InFlight<'_> {
+    /// The attempt held a slot of `route` for `d`; `answered`: it was an answered turn.
+    pub(super) fn ended(self, route: usize, d: Duration, answered: bool) {
+        self.depth.observe(route, d, answered);
+    }
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        let mut f = self.depth.in_flight.lock().expect("depth lock");
+        f.1.retain(|(id, _, _)| *id != self.id);
+    }
+}
+
 /// Failures at most this share of attempts (1 in 50) are rare: losing a final turn's
-/// retry to a tool turn then costs under 2 % of the loops' units.
+/// retry to a tool turn then costs under 2 % of the loops' units. The first failure is
+/// forgiven: one timeout in a handful of attempts says little of a rate (a healthy
+/// route's 1 in 200 shed the loops of a generous review), the second says more.
 const RARE_SHARE: (u64, u64) = (1, 50);
 
 impl Depth {
@@ -75,7 +98,20 @@ impl Depth {
             hunk_budget,
             units_open: units.into(),
             observed: Default::default(),
+            in_flight: Default::default(),
         }
+    }
+
+    /// An attempt on `route` starts now: the slot time it holds counts in the price of
+    /// a turn while it runs (ended attempts alone are the fast ones: early in a review,
+    /// the slow route's first attempts are still running when the fast route's answers
+    /// arrive).
+    pub(super) fn started(&self, route: usize) -> InFlight<'_> {
+        let mut f = self.in_flight.lock().expect("depth lock");
+        f.0 += 1;
+        let id = f.0;
+        f.1.push((id, route, Instant::now()));
+        InFlight { depth: self, id }
     }
 
     /// A unit ended (its share goes to the others).
@@ -98,22 +134,34 @@ impl Depth {
         r.slot_ms += ms;
         if answered {
             r.answered += 1;
-            r.answer_ms += ms;
         } else {
             r.failed += 1;
         }
     }
 
     /// What an answered turn on `route` costs in slot time, so far: the route's own
-    /// figure, never below the average over every route.
+    /// figure, never below the average over every route. Attempts still running count
+    /// the slot time they have held.
     fn turn_cost(&self, route: usize) -> Duration {
+        let mut held = Vec::new();
+        {
+            let f = self.in_flight.lock().expect("depth lock");
+            for (_, r, at) in &f.1 {
+                if held.len() <= *r {
+                    held.resize(*r + 1, 0);
+                }
+                held[*r] += at.elapsed().as_millis() as u64;
+            }
+        }
         let observed = self.observed.lock().expect("depth lock");
         let own = observed.get(route).copied().unwrap_or_default();
+        let own_held = held.get(route).copied().unwrap_or(0);
         let all = observed
             .iter()
             .fold((0, 0), |(s, n), o| (s + o.slot_ms, n + o.answered));
         drop(observed);
-        self.cost_of((own.slot_ms, own.answered))
+        let all = (all.0 + held.iter().sum::<u64>(), all.1);
+        self.cost_of((own.slot_ms + own_held, own.answered))
             .max(self.cost_of(all))
     }
 
@@ -127,26 +175,23 @@ impl Depth {
         spent / answered.min(u64::from(u32::MAX)) as u32
     }
 
-    /// Whether a tool turn on `route` leaves the unit's final turn its retry, with
-    /// `hunk_left` of the unit's hunk budget left: after the tool turn (at what an answer
-    /// on `route` took on average; the request deadline before any) and a final turn that
-    /// fails at its deadline, half the hunk budget must remain. Or failures are rare.
-    fn keeps_final_retry(&self, route: usize, hunk_left: Duration) -> bool {
+    /// Whether failures are rare: at most 1 attempt in 50 so far, the first failure
+    /// forgiven (nothing ended: rare).
+    fn failures_rare(&self) -> bool {
         let observed = self.observed.lock().expect("depth lock");
-        let own = observed.get(route).copied().unwrap_or_default();
-        let (attempts, failed) = observed.iter().fold((0, 0), |(n, f), o| {
+        let (ended, failed) = observed.iter().fold((0, 0), |(n, f), o| {
             (n + o.answered + o.failed, f + o.failed)
         });
         drop(observed);
-        let rare = failed * RARE_SHARE.1 <= attempts * RARE_SHARE.0;
-        let answer = match own.answered {
-            0 => self.request_timeout,
-            n => Duration::from_millis(own.answer_ms / n),
-        };
-        let after_final = hunk_left
-            .saturating_sub(answer)
-            .saturating_sub(self.request_timeout);
-        rare || after_final >= self.hunk_budget / 2
+        failed.saturating_sub(1) * RARE_SHARE.1 <= ended * RARE_SHARE.0
+    }
+
+    /// Whether a tool turn leaves the unit's final turn its retry, with `hunk_left` of
+    /// the unit's hunk budget left: failures are rare, or after the tool turn and a final
+    /// turn both at their deadline half the hunk budget remains.
+    fn keeps_final_retry(&self, hunk_left: Duration) -> bool {
+        let after_final = hunk_left.saturating_sub(self.request_timeout.saturating_mul(2));
+        after_final >= self.hunk_budget / 2 || self.failures_rare()
     }
 
     /// Whether a tool turn on `route` is affordable: the unit's share of what is left
@@ -154,7 +199,7 @@ impl Depth {
     /// `route`, and the tool turn leaves the final turn its retry (`hunk_left`: what is
     /// left of the unit's hunk budget).
     pub(super) fn affords_tool_turn(&self, route: usize, hunk_left: Duration) -> bool {
-        self.affords_share(route) && self.keeps_final_retry(route, hunk_left)
+        self.affords_share(route) && self.keeps_final_retry(hunk_left)
     }
 
     /// Whether a unit's share of what is left covers two more turns (a tool turn and the
@@ -234,34 +279,57 @@ mod tests {
 
     /// The headline's lost units: a tool turn, then a final turn that timed out with less
     /// than half the hunk budget left, so no retry. Once failures are seen, a tool turn is
-    /// taken only when the final turn keeps its retry.
+    /// taken only when the tool turn and the final one fit at their deadlines with half
+    /// the budget to spare.
     #[tokio::test(start_paused = true)]
     async fn a_tool_turn_leaves_the_final_turn_its_retry_once_failures_are_seen() {
         let mut d = Depth::new(8, 4, Instant::now() + S(600), (S(2), S(5)));
-        // Nothing failed yet (nothing ended at all): tool turns are open.
-        assert!(d.keeps_final_retry(0, S(5)));
-        // One timeout: 5 s hunk budget, 2 s deadline, nothing answered on the route (a
-        // turn at the deadline): 5 - 2 - 2 < 2.5.
+        // Nothing ended yet: tool turns are open; the first timeout is forgiven.
+        assert!(d.keeps_final_retry(S(5)));
         d.observe(0, S(2), false);
-        assert!(!d.keeps_final_retry(0, S(5)));
+        assert!(d.keeps_final_retry(S(5)));
+        // Two timeouts: 5 s hunk budget, 2 s deadline: 5 - 2 - 2 < 2.5.
+        d.observe(0, S(2), false);
+        assert!(!d.keeps_final_retry(S(5)));
+        assert!(!d.affords_tool_turn(0, S(5)));
         d = Depth::new(8, 4, Instant::now() + S(600), (S(2), S(20)));
         d.observe(0, S(2), false);
-        // A 20 s budget: 20 - 2 - 2 >= 10.
-        assert!(d.keeps_final_retry(0, S(20)));
-        assert!(d.affords_tool_turn(0, S(20)), "the share covers it too");
-        // Answers of 500 ms: 14.5 - 0.5 - 2 = 12 >= 10; with 12 s left, 9.5 < 10.
-        for _ in 0..10 {
+        d.observe(0, S(2), false);
+        // A 20 s budget: 14 - 2 - 2 >= 10; 13.5 s left: 9.5 < 10.
+        assert!(d.keeps_final_retry(S(14)));
+        assert!(d.affords_tool_turn(0, S(14)), "the share covers it too");
+        assert!(!d.keeps_final_retry(Duration::from_millis(13_500)));
+        // Rare failures (a second in 50 besides the first) lift the rule; a third
+        // failure on any route restores it.
+        for _ in 0..48 {
             d.observe(0, Duration::from_millis(500), true);
         }
-        assert!(d.keeps_final_retry(0, Duration::from_millis(14_500)));
-        assert!(!d.keeps_final_retry(0, S(12)));
-        assert!(!d.affords_tool_turn(0, S(12)));
-        // Rare failures (1 in 50) lift the retry rule; a second one on any route restores it.
-        for _ in 0..39 {
-            d.observe(0, Duration::from_millis(500), true);
-        }
-        assert!(d.keeps_final_retry(0, S(12)), "1 failure in 50 attempts");
+        assert!(d.keeps_final_retry(S(12)), "2 failures in 50 attempts");
         d.observe(1, S(2), false);
-        assert!(!d.keeps_final_retry(0, S(12)), "2 in 51");
+        assert!(!d.keeps_final_retry(S(12)), "3 in 51");
+    }
+
+    /// Attempts still running count the slot time they hold in a turn's price: under
+    /// spillover the fast fallback answers first while the slow primary's first attempts
+    /// are still running, and priced on the answers alone, tool turns taken then lost
+    /// units.
+    #[tokio::test(start_paused = true)]
+    async fn attempts_still_running_count_in_a_turn_s_price() {
+        // 8 permits, 60 units, 15 s: 2 s a unit.
+        let d = Depth::new(8, 60, Instant::now() + S(15), (S(2), S(5)));
+        let slow: Vec<_> = (0..4).map(|_| d.started(0)).collect();
+        let fast: Vec<_> = (0..4).map(|_| d.started(1)).collect();
+        tokio::time::advance(Duration::from_millis(300)).await;
+        for f in fast {
+            f.ended(1, Duration::from_millis(300), true);
+        }
+        // 4 answers of 300 ms and 4 x 300 ms still held: 600 ms a turn; 1.98 s a unit.
+        assert!(d.affords_share(1));
+        tokio::time::advance(Duration::from_millis(500)).await;
+        // 4 x 800 ms held: 1.1 s a turn.
+        assert!(!d.affords_share(1));
+        // Dropped with their units, they stop counting.
+        drop(slow);
+        assert!(d.affords_share(1));
     }
 }

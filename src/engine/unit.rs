@@ -117,10 +117,10 @@ async fn step(sh: &Shared<'_>, u: &mut UnitRun<'_>) -> Next {
     }
     // Rules 1 and 3: one request under nested deadlines, cancelled with the review.
     let route = slot.route;
+    let in_flight = sh.depth.started(route);
     let answer = attempt(sh, u, slot, now, hunk_end).await;
     let record = answer.record();
-    sh.depth
-        .observe(route, record.duration, record.outcome == Outcome::Ok);
+    in_flight.ended(route, record.duration, record.outcome == Outcome::Ok);
     match answer {
         Answer::Findings { record, findings } => {
             turn_answered(u);

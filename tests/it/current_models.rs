@@ -231,6 +231,22 @@ fn cached_reads_of_20_units_show_in_the_route_table_json_and_cost() {
     let fake = FakeProvider::start();
     fake.report_cached(100);
     let r = Review::new(20);
+    // Both APIs cache a prefix of at least 1024 tokens only, and the built-in skill's
+    // system block is shorter (checked at the end): the repository's own code-review
+    // skill, committed in the base, has the long instructions that make it cacheable.
+    let rules: String = (0..60)
+        .map(|i| {
+            format!(
+                "- Rule {i}: check that every error path of the change releases what it took.\n"
+            )
+        })
+        .collect();
+    r.repo.write(
+        ".warden/skills/code-review/SKILL.md",
+        format!("---\nname: code-review\ndescription: the house rules\n---\n{rules}"),
+    );
+    r.repo.git(&["add", ".warden"]);
+    r.repo.git(&["commit", "-qm", "house rules"]);
     let prices = "inputPrice = 2.0\noutputPrice = 8.0\ncachedInputPrice = 0.5";
     for (name, provider) in [("gpt-4.1", "openai"), ("claude", "anthropic")] {
         config(&r, "", &[(name, provider, true, prices)], &fake.base_url());
@@ -268,6 +284,7 @@ fn cached_reads_of_20_units_show_in_the_route_table_json_and_cost() {
     }
     // Anthropic: the system block is a cache breakpoint, the same bytes for every unit.
     let reqs = fake.requests_for("claude");
+    assert!(reqs[0].body["system"].to_string().len() / 4 >= 1024);
     let first = &reqs[0].body["system"];
     assert_eq!(first[0]["cache_control"], json!({"type": "ephemeral"}));
     assert!(reqs.iter().all(|q| q.body["system"] == *first));
@@ -305,4 +322,26 @@ fn bad_current_model_keys_exit_2_naming_the_line() {
             "{extra}: {stderr}"
         );
     }
+}
+
+/// The providers cache no prefix under 1024 tokens, and the fake neither: the built-in
+/// skill's system block alone is under it, so nothing reads as cached.
+#[test]
+fn a_prompt_under_the_providers_cache_minimum_is_never_read_as_cached() {
+    let fake = FakeProvider::start();
+    fake.report_cached(100);
+    let r = Review::new(3);
+    for (name, provider) in [("gpt-4.1", "openai"), ("claude", "anthropic")] {
+        config(&r, "", &[(name, provider, true, "")], &fake.base_url());
+        let (_, v, stderr, _) = r.json(&["--no-cache"]);
+        assert_eq!(reviewed(&v), 3, "{stderr}");
+        let m = &v["routes"][name];
+        assert_eq!(
+            (&m["cachedInputTokens"], &m["cacheWriteTokens"]),
+            (&json!(0), &json!(0)),
+            "{m}"
+        );
+    }
+    let system = fake.requests_for("claude")[0].body["system"].to_string();
+    assert!(system.len() / 4 < 1024, "{}", system.len());
 }

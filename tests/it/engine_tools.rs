@@ -398,45 +398,48 @@ async fn depth_is_shed_before_coverage_when_the_budget_cannot_cover_every_unit()
 /// retry once failures are seen. The headline's lost units were a tool turn, then a final
 /// turn that timed out with less than half the hunk budget left (rule 5: no retry), where
 /// a single-shot review would have tried again. Default budgets (5 min hunk, 2 min
-/// deadline): with 250 s left two request deadlines fit, but a tool turn of 40 s and a
-/// final turn failing at its deadline would leave 90 s, under half the budget.
+/// deadline; three attempts a turn here): with 250 s left two request deadlines fit, but
+/// a tool turn and a final turn failing at their deadlines would leave 10 s, under half
+/// the budget. The first failure is forgiven; the second is not.
 #[tokio::test(start_paused = true)]
 async fn a_tool_turn_never_costs_the_final_turn_its_retry_once_failures_are_seen() {
     let dir = tree();
+    let mut e = exec();
+    e.max_attempts = 3;
     let a = Agent::new("a", |n, _| match n {
         // Nothing failed yet: the unit takes a tool turn.
         0 => Move::Call(S(40), vec![read("src/f0.rs")]),
-        // Its next turn fails with 250 s left, so it is retried; another tool turn would
-        // leave the final turn no retry, so the retry is the final turn.
-        1 => Move::Fail(S(10), Outcome::Unavailable),
+        // Its next turn fails twice, leaving 250 s: the third attempt is the final turn.
+        1 | 2 => Move::Fail(S(5), Outcome::Unavailable),
         _ => Move::Submit(S(60), 1),
     });
-    let (r, _) = run(vec![(a.clone(), 1)], exec(), looping(1, 4), dir.path()).await;
+    let (r, _) = run(vec![(a.clone(), 1)], e, looping(1, 4), dir.path()).await;
     let seen = a.seen();
-    assert_eq!(a.calls(), 3, "{:#?}", r.units);
+    assert_eq!(a.calls(), 4, "{:#?}", r.units);
     let choice = |i: usize| seen[i].as_ref().map(|c| c.choice.clone());
     assert_eq!(choice(0), Some(ToolChoice::Auto));
-    assert_eq!(choice(2), Some(ToolChoice::Force("submit_findings".into())));
+    assert_eq!(choice(2), Some(ToolChoice::Auto), "one failure is forgiven");
+    assert_eq!(choice(3), Some(ToolChoice::Force("submit_findings".into())));
     let u = &r.units[0];
     assert_eq!(u.status, UnitStatus::Reviewed, "{}", u.reason);
     let l = u.tool_loop.as_ref().unwrap();
     assert!(l.shed_for_budget);
     assert_eq!((l.turns_allowed, l.turns_used, l.tool_calls), (2, 2, 1));
 
-    // A first turn that fails after 50 s: its retry (250 s left, no answer seen on the
-    // route, so a turn is priced at the deadline) is a single-shot request.
+    // A first turn that fails twice (at 25 s and 50 s): its third attempt (250 s left,
+    // no answer seen) is a single-shot request.
     let b = Agent::new("b", |n, _| match n {
-        0 => Move::Fail(S(50), Outcome::Unavailable),
+        0 | 1 => Move::Fail(S(25), Outcome::Unavailable),
         _ => Move::Submit(S(60), 1),
     });
-    let (r, _) = run(vec![(b.clone(), 1)], exec(), looping(1, 4), dir.path()).await;
+    let (r, _) = run(vec![(b.clone(), 1)], e, looping(1, 4), dir.path()).await;
     let seen = b.seen();
-    assert_eq!(b.calls(), 2, "{:#?}", r.units);
+    assert_eq!(b.calls(), 3, "{:#?}", r.units);
     assert_eq!(
-        seen[0].as_ref().map(|c| c.choice.clone()),
+        seen[1].as_ref().map(|c| c.choice.clone()),
         Some(ToolChoice::Auto)
     );
-    assert_eq!(seen[1], None, "the retry is a single-shot request");
+    assert_eq!(seen[2], None, "the third attempt is a single-shot request");
     let u = &r.units[0];
     assert_eq!(u.status, UnitStatus::Reviewed, "{}", u.reason);
     assert_eq!(u.tool_loop.as_ref().unwrap().turns_allowed, 1);

@@ -250,6 +250,16 @@ pub fn cache_use(
             body["model"], body["messages"][0], body["tools"]
         )
     };
+    // Both APIs cache only a prefix of at least 1024 tokens (Anthropic's Haiku models:
+    // 2048); shorter prompts are neither written nor read. Tokens estimated at 4 bytes.
+    let minimum = if anthropic && body["model"].to_string().contains("haiku") {
+        2048
+    } else {
+        1024
+    };
+    if prefix.len() / 4 < minimum {
+        return CacheUse::None;
+    }
     match (seen.insert(prefix), anthropic) {
         (false, _) => CacheUse::Read(n),
         (true, true) => CacheUse::Wrote(n),
