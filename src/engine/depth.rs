@@ -44,8 +44,11 @@ pub(super) struct Depth {
     /// Per route (by index): what its attempts took.
     observed: std::sync::Mutex<Vec<Observed>>,
     /// Attempts in flight: an id, the route and when each started.
-    in_flight: std::sync::Mutex<(u64, Vec<(u64, usize, Instant)>)>,
+    in_flight: std::sync::Mutex<(u64, Vec<Running>)>,
 }
+
+/// An attempt in flight: its id, its route and when it started.
+type Running = (u64, usize, Instant);
 
 /// What one route's attempts took so far.
 #[derive(Debug, Default, Clone, Copy)]
