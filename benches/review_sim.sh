@@ -9,7 +9,8 @@
 #     reviewed, attempts per unit.
 #  4. `warden simulate` of the 200-unit plan, 5 runs x 2 policies: CPU and wall time.
 #  5. One slow-tail route alone (ordered, cap 4), 200 units, `--no-tools`: units
-#     reviewed and unavailable per seed, with the wall time.
+#     reviewed and unavailable per seed, with the wall time; `warden simulate` over 100
+#     seeds; and the ceiling: what 4 permits never idle could answer in the budget.
 #  6. The 60-unit headline under both policies with the built-in skills' tool loops
 #     against `--no-tools`: units reviewed per seed in process runs (the median of
 #     REPEATS runs each), their medians, and `warden simulate --runs 100` of the same
@@ -157,6 +158,35 @@ s = json.load(open(sys.argv[2]))["summary"]
 print(f'{sys.argv[1]:<6} {s["reviewed"]:>9} {s["unavailable"]:>12} {float(sys.argv[3]):>7.1f}')
 PY
 done
+config ordered 1 alone | sed 's/^routing = /tools = false\nrouting = /' >"$work/alone.toml"
+echo "simulate, 100 seeds: $(cd "$work/r200" && "$bin" simulate -c "$work/alone.toml" --runs 100 | sed -n 3p)"
+# The ceiling: the route's 4 permits busy back to back for the whole 15 s with no gap,
+# each attempt drawn from the slow-tail profile (log-normal median 1.5 s, p95 6.2 s at
+# 60x; 3 % slow errors of 0.5-58 s) under the 2 s deadline and the 1.5 s first-token clock
+# (the first token comes after a quarter of the answer), over 2000 draws.
+python3 - <<'PY'
+import math, random, statistics
+mu, s = math.log(1.5), math.log(6.2 / 1.5) / 1.645
+def answers(seed):
+    rnd, n = random.Random(seed), 0
+    for _ in range(4):
+        t = 0.0
+        while t < 15:
+            deadline = min(2.0, 15 - t)
+            if rnd.random() < 0.03:
+                t += min(rnd.uniform(0.5, 58), deadline)
+                continue
+            latency = min(math.exp(rnd.gauss(mu, s)), 45)
+            if latency / 4 > min(1.5, deadline):
+                t += min(1.5, deadline)
+            elif latency <= deadline:
+                n, t = n + 1, t + latency
+            else:
+                t += deadline
+    return n
+r = sorted(answers(i) for i in range(2000))
+print(f"ceiling (permits never idle): median {statistics.median(r)}, p25-p75 {r[500]}-{r[1500]}")
+PY
 echo
 fi
 echo "== 60 units: tool loops vs --no-tools, process runs (median of $repeats per seed) and simulate"
