@@ -142,6 +142,24 @@ impl Drop for Driver {
 /// PING after it can honestly be.
 const HANDSHAKE_REPLY_BYTES: u64 = 64 * 1024;
 
+/// Why no connection to the fleet's server was opened, for the fleet's one warning; the
+/// messages carry no password (scrubbed when built).
+#[derive(Debug, Clone, thiserror::Error)]
+pub(super) enum ConnectError {
+    /// `passwordEnv` names a variable that is not set.
+    #[error("{0}")]
+    Password(String),
+    /// The URL gives no connection.
+    #[error("{0}")]
+    Url(String),
+    /// Dialing, the handshake or the PING failed.
+    #[error("{0}")]
+    Failed(String),
+    /// No answer within the connect timeout.
+    #[error("cannot connect to redis {server} within {within}")]
+    Timeout { server: String, within: String },
+}
+
 /// Opens one connection within [`super::CONNECT_TIMEOUT`], reading through `budget` (see
 /// [`super::budget`]); each call bounded by `call_timeout`. The error is a message fragment
 /// without the password.
@@ -149,16 +167,16 @@ pub(super) async fn open(
     target: &Target,
     call_timeout: Duration,
     budget: &ReadBudget,
-) -> Result<Opened, String> {
+) -> Result<Opened, ConnectError> {
     let server = target.url.to_string();
     let secrets = secrets(target);
     let scrub = |text: String| scrub(&text, &secrets);
-    let password = target.password.clone()?;
+    let password = target.password.clone().map_err(ConnectError::Password)?;
     let info = target
         .url
         .expose()
         .into_connection_info()
-        .map_err(|e| scrub(format!("redis {server}: {e}")))?;
+        .map_err(|e| ConnectError::Url(scrub(format!("redis {server}: {e}"))))?;
     let mut settings = info.redis_settings().clone();
     if let Some(p) = &password {
         settings = settings.set_password(p);
@@ -170,7 +188,9 @@ pub(super) async fn open(
     let failed = |e: redis::RedisError| budget.overrun().unwrap_or_else(|| e.to_string());
     let connecting = async {
         let _handshake = budget.grant(HANDSHAKE_REPLY_BYTES);
-        let stream = super::dial::stream(info.addr()).await?;
+        let stream = super::dial::stream(info.addr())
+            .await
+            .map_err(|e| e.to_string())?;
         let stream = Budgeted::new(stream, budget.clone());
         let (mut conn, drive) = MultiplexedConnection::new_with_config(&settings, stream, config)
             .await
@@ -184,11 +204,13 @@ pub(super) async fn open(
     };
     match tokio::time::timeout(super::CONNECT_TIMEOUT, connecting).await {
         Ok(Ok(opened)) => Ok(opened),
-        Ok(Err(e)) => Err(scrub(format!("cannot connect to redis {server}: {e}"))),
-        Err(_) => Err(format!(
-            "cannot connect to redis {server} within {}",
-            crate::config::format_duration(super::CONNECT_TIMEOUT)
-        )),
+        Ok(Err(e)) => Err(ConnectError::Failed(scrub(format!(
+            "cannot connect to redis {server}: {e}"
+        )))),
+        Err(_) => Err(ConnectError::Timeout {
+            server,
+            within: crate::config::format_duration(super::CONNECT_TIMEOUT),
+        }),
     }
 }
 

@@ -127,7 +127,7 @@ impl Fleet {
                 cache: target.cache,
             }))),
             Err(why) => {
-                warn(&local_warning(&why));
+                warn(&local_warning(&why.to_string()));
                 None
             }
         }

@@ -148,7 +148,7 @@ impl FleetWindows {
             Ok(short) => short,
             Err(why) => {
                 self.fleet
-                    .distrust("taking from a shared rate-limit window", &why);
+                    .distrust("taking from a shared rate-limit window", &why.to_string());
                 SharedTake::Go
             }
         }
@@ -241,28 +241,37 @@ fn settle_args(lease: String, lease_ms: u64, info: &RateLimitInfo) -> Vec<String
     a
 }
 
+/// An answer the window script never gives (a broken or hostile server).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+enum BadVerdict {
+    #[error("the window script answered something other than three numbers")]
+    NotNumbers,
+    #[error("the window script answered {0} numbers, not 3")]
+    Count(usize),
+    #[error("the window script answered the verdict {0}")]
+    Code(i64),
+    #[error("the window script answered a wait of {0}ms")]
+    Wait(i64),
+}
+
 /// The take script's answer, bounded: `{1, 0, 0}` taken; `{2 | 3, ms to the reset, window
 /// ms}` short of requests or tokens, the wait at most the window's length, [`MAX_RESET`]
 /// and `max_wait` (the review budget). Anything else is no answer the script gives (the
 /// reason, for the fleet's one warning).
-fn verdict(reply: &redis::Value, max_wait: Duration) -> Result<SharedTake, String> {
-    let v: Vec<i64> = redis::from_redis_value(reply.clone())
-        .map_err(|_| "the window script answered something other than three numbers")?;
+fn verdict(reply: &redis::Value, max_wait: Duration) -> Result<SharedTake, BadVerdict> {
+    let v: Vec<i64> = redis::from_redis_value(reply.clone()).map_err(|_| BadVerdict::NotNumbers)?;
     let [code, wait_ms, len_ms] = v[..] else {
-        return Err(format!(
-            "the window script answered {} numbers, not 3",
-            v.len()
-        ));
+        return Err(BadVerdict::Count(v.len()));
     };
     let reason = match code {
         1 => return Ok(SharedTake::Go),
         2 => PauseReason::Requests,
         3 => PauseReason::Tokens,
-        other => return Err(format!("the window script answered the verdict {other}")),
+        other => return Err(BadVerdict::Code(other)),
     };
     // A window that is short resets in the future: the script rolls one that is past.
     if wait_ms < 1 {
-        return Err(format!("the window script answered a wait of {wait_ms}ms"));
+        return Err(BadVerdict::Wait(wait_ms));
     }
     let ms_of = |n: i64| Duration::from_millis(u64::try_from(n).unwrap_or(0));
     let longest = ms_of(len_ms).max(Duration::from_millis(1)).min(MAX_RESET);
