@@ -8,6 +8,7 @@ use super::Limits;
 use super::attempt::{Outcome, Stage};
 use super::body;
 use super::classify::{self, Failure};
+use super::tls::ClientError;
 use super::wire::{Answer, Clocks, Decoder, ResponseCaps, root_cause};
 use tokio::time::{Instant, timeout_at};
 
@@ -15,14 +16,14 @@ use tokio::time::{Instant, timeout_at};
 /// parsed URL: a query stays a query (never spliced into the path), and any userinfo is
 /// dropped so that the key header is the request's only credential (config refuses both
 /// at load; this holds for routes built in code too).
-pub(crate) fn endpoint(base: &str, path: &str) -> Result<reqwest::Url, String> {
-    let mut url = reqwest::Url::parse(base.trim())
-        .map_err(|e| format!("baseUrl is not a valid URL ({e})"))?;
+pub(crate) fn endpoint(base: &str, path: &str) -> Result<reqwest::Url, ClientError> {
+    let mut url =
+        reqwest::Url::parse(base.trim()).map_err(|e| ClientError::BaseUrl(e.to_string()))?;
     let _ = url.set_username("");
     let _ = url.set_password(None);
     url.set_fragment(None);
     url.path_segments_mut()
-        .map_err(|()| "baseUrl cannot take a path".to_string())?
+        .map_err(|()| ClientError::NoPath)?
         .pop_if_empty()
         .extend(path.split('/'));
     Ok(url)

@@ -105,13 +105,33 @@ fn root(base: &str) -> &str {
     b.strip_suffix("/v1").unwrap_or(b)
 }
 
+/// Why a local server's self-description was not read (the route keeps its settings).
+#[derive(Debug, thiserror::Error)]
+enum AskError {
+    /// The route's key cannot be loaded.
+    #[error("{0}")]
+    Key(String),
+    /// No client for the route.
+    #[error(transparent)]
+    Client(#[from] super::tls::ClientError),
+    /// The request failed (the key scrubbed from the reason).
+    #[error("{0}")]
+    Request(String),
+    /// An error status.
+    #[error("{0} from the server")]
+    Status(reqwest::StatusCode),
+    /// A body that is not JSON.
+    #[error("not JSON: {0}")]
+    NotJson(serde_json::Error),
+}
+
 /// Asks the route's server (its key, if it has one, as the route would send it).
-async fn ask(route: &Route) -> Result<Discovered, String> {
+async fn ask(route: &Route) -> Result<Discovered, AskError> {
     let base = route
         .base_url
         .clone()
         .unwrap_or_else(|| secret::default_base_url(route.provider).to_string());
-    let key = secret::load(route).map_err(|e| e.to_string())?;
+    let key = secret::load(route).map_err(|e| AskError::Key(e.to_string()))?;
     let client = super::tls::client(route, &base, ASK_TIMEOUT)?;
     let get = |url: String| {
         let mut r = client.get(url).timeout(ASK_TIMEOUT);
@@ -120,7 +140,8 @@ async fn ask(route: &Route) -> Result<Discovered, String> {
         }
         r
     };
-    let clean = |e: reqwest::Error| secret::clean(key.as_ref(), &e.to_string(), 200);
+    let clean =
+        |e: reqwest::Error| AskError::Request(secret::clean(key.as_ref(), &e.to_string(), 200));
     let request = match route.provider {
         ProviderKind::LlamaCpp => get(format!("{}/props", root(&base))),
         ProviderKind::Vllm => get(format!("{}/models", base.trim_end_matches('/'))),
@@ -139,10 +160,10 @@ async fn ask(route: &Route) -> Result<Discovered, String> {
     let resp = request.send().await.map_err(clean)?;
     let status = resp.status();
     if !status.is_success() {
-        return Err(format!("{status} from the server"));
+        return Err(AskError::Status(status));
     }
     let body = capped_body(resp).await.map_err(clean)?;
-    let v: Value = serde_json::from_slice(&body).map_err(|e| format!("not JSON: {e}"))?;
+    let v: Value = serde_json::from_slice(&body).map_err(AskError::NotJson)?;
     Ok(read(route.provider, &route.model, &v))
 }
 

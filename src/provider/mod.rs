@@ -33,6 +33,7 @@ pub use conversation::{
     unique_ids,
 };
 pub use ratelimit::{RateLimitInfo, Window};
+pub use tls::ClientError;
 pub use wire::ResponseCaps;
 
 use crate::config::{ProviderKind, Route, Settings};
@@ -155,10 +156,10 @@ pub fn build(route: &Route, connect_timeout: Duration) -> Result<Arc<dyn Provide
         return Ok(Arc::new(sim::SimProvider::new(route)));
     }
     let key = secret::load(route)?;
-    let p = HttpProvider::try_new(route, key, connect_timeout).map_err(|message| {
+    let p = HttpProvider::try_new(route, key, connect_timeout).map_err(|e| {
         crate::error::Error::Route {
             route: route.name.clone(),
-            message,
+            message: e.to_string(),
         }
     })?;
     Ok(Arc::new(p))
@@ -202,7 +203,7 @@ impl HttpProvider {
         route: &Route,
         key: Option<ApiKey>,
         connect_timeout: Duration,
-    ) -> std::result::Result<Self, String> {
+    ) -> std::result::Result<Self, ClientError> {
         let base = route
             .base_url
             .clone()

@@ -13,24 +13,63 @@ use rustls::pki_types::pem::PemObject;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
+/// Why a client cannot be set up: its trust roots, or its base URL. A message fragment
+/// for `route `NAME`: …` (or the forge's client).
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    /// `SSL_CERT_FILE` cannot be read.
+    #[error("SSL_CERT_FILE {}: cannot read it: {source}", path.display())]
+    CertFile {
+        /// The file.
+        path: std::path::PathBuf,
+        /// The operating system's error.
+        source: std::io::Error,
+    },
+    /// `SSL_CERT_FILE` holds no certificate.
+    #[error("SSL_CERT_FILE {}: no PEM certificate in it (-----BEGIN CERTIFICATE-----)", .0.display())]
+    NoPem(std::path::PathBuf),
+    /// An `SSL_CERT_DIR` entry that is no directory.
+    #[error("SSL_CERT_DIR {}: not a directory", .0.display())]
+    CertDir(std::path::PathBuf),
+    /// A route's `caCert` that rustls refuses.
+    #[error("caCert {}: {why}", path.display())]
+    CaCert {
+        /// The file.
+        path: std::path::PathBuf,
+        /// rustls's reason.
+        why: rustls::Error,
+    },
+    /// rustls refused the configuration.
+    #[error(transparent)]
+    Tls(#[from] rustls::Error),
+    /// The HTTP client cannot be built (the innermost reason).
+    #[error("{0}")]
+    Build(String),
+    /// `baseUrl` does not parse.
+    #[error("baseUrl is not a valid URL ({0})")]
+    BaseUrl(String),
+    /// `baseUrl` cannot have a path appended (`mailto:`, `data:`).
+    #[error("baseUrl cannot take a path")]
+    NoPath,
+}
+
 /// `SSL_CERT_FILE` and `SSL_CERT_DIR` replace the system's store when set; a path that
 /// does not work would silently leave only the built-in roots, so it is an error.
-fn check_env_roots() -> Result<(), String> {
+fn check_env_roots() -> Result<(), ClientError> {
     if let Some(file) = std::env::var_os("SSL_CERT_FILE").filter(|v| !v.is_empty()) {
         let path = std::path::Path::new(&file);
-        let pem = std::fs::read(path)
-            .map_err(|e| format!("SSL_CERT_FILE {}: cannot read it: {e}", path.display()))?;
+        let pem = std::fs::read(path).map_err(|source| ClientError::CertFile {
+            path: path.to_path_buf(),
+            source,
+        })?;
         if !CertificateDer::pem_slice_iter(&pem).any(|c| c.is_ok()) {
-            return Err(format!(
-                "SSL_CERT_FILE {}: no PEM certificate in it (-----BEGIN CERTIFICATE-----)",
-                path.display()
-            ));
+            return Err(ClientError::NoPem(path.to_path_buf()));
         }
     }
     if let Some(dirs) = std::env::var_os("SSL_CERT_DIR") {
         for dir in std::env::split_paths(&dirs).filter(|d| !d.as_os_str().is_empty()) {
             if !dir.is_dir() {
-                return Err(format!("SSL_CERT_DIR {}: not a directory", dir.display()));
+                return Err(ClientError::CertDir(dir));
             }
         }
     }
@@ -54,19 +93,21 @@ fn shared_roots() -> &'static rustls::RootCertStore {
 }
 
 /// The TLS configuration of a route: the shared roots plus its `caCert`.
-fn tls_config(route: &Route) -> Result<rustls::ClientConfig, String> {
+fn tls_config(route: &Route) -> Result<rustls::ClientConfig, ClientError> {
     let mut roots = shared_roots().clone();
     if let Some(ca) = &route.ca_cert {
         for der in &ca.der {
             roots
                 .add(CertificateDer::from(der.clone()))
-                .map_err(|e| format!("caCert {}: {e}", ca.path.display()))?;
+                .map_err(|why| ClientError::CaCert {
+                    path: ca.path.clone(),
+                    why,
+                })?;
         }
     }
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let mut config = rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .map_err(|e| e.to_string())?
+        .with_safe_default_protocol_versions()?
         .with_root_certificates(roots)
         .with_no_client_auth();
     config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
@@ -78,7 +119,7 @@ pub(crate) fn client(
     route: &Route,
     base: &str,
     connect_timeout: Duration,
-) -> Result<reqwest::Client, String> {
+) -> Result<reqwest::Client, ClientError> {
     let mut builder = reqwest::Client::builder()
         .connect_timeout(connect_timeout)
         .user_agent(concat!("warden/", env!("CARGO_PKG_VERSION")))
@@ -94,12 +135,17 @@ pub(crate) fn client(
     if crate::config::url::is_loopback_str(base) {
         builder = builder.no_proxy();
     }
-    builder.build().map_err(|e| super::wire::root_cause(&e))
+    builder
+        .build()
+        .map_err(|e| ClientError::Build(super::wire::root_cause(&e)))
 }
 
 /// A client for a forge's API at `base` (`warden publish`): the shared roots, no redirect
 /// followed, no proxy for loopback.
-pub(crate) fn api_client(base: &str, connect_timeout: Duration) -> Result<reqwest::Client, String> {
+pub(crate) fn api_client(
+    base: &str,
+    connect_timeout: Duration,
+) -> Result<reqwest::Client, ClientError> {
     let mut builder = reqwest::Client::builder()
         .connect_timeout(connect_timeout)
         .user_agent(concat!("warden/", env!("CARGO_PKG_VERSION")))
@@ -108,8 +154,7 @@ pub(crate) fn api_client(base: &str, connect_timeout: Duration) -> Result<reqwes
         check_env_roots()?;
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let mut config = rustls::ClientConfig::builder_with_provider(provider)
-            .with_safe_default_protocol_versions()
-            .map_err(|e| e.to_string())?
+            .with_safe_default_protocol_versions()?
             .with_root_certificates(shared_roots().clone())
             .with_no_client_auth();
         config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
@@ -118,7 +163,9 @@ pub(crate) fn api_client(base: &str, connect_timeout: Duration) -> Result<reqwes
     if crate::config::url::is_loopback_str(base) {
         builder = builder.no_proxy();
     }
-    builder.build().map_err(|e| super::wire::root_cause(&e))
+    builder
+        .build()
+        .map_err(|e| ClientError::Build(super::wire::root_cause(&e)))
 }
 
 /// The certificate problem inside a failed request, if that is what it was.

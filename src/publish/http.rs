@@ -71,7 +71,7 @@ impl Api {
         token: Option<ApiKey>,
         token_header: &'static str,
         budget: Duration,
-    ) -> Result<Api, String> {
+    ) -> Result<Api, crate::provider::ClientError> {
         let client = crate::provider::tls::api_client(origin.as_str(), Duration::from_secs(10))?;
         let redactor = Redactor::new(token.as_slice());
         Ok(Api {
@@ -132,7 +132,7 @@ impl Api {
             let headers = resp.headers().clone();
             let bytes = read_capped(resp)
                 .await
-                .map_err(|e| ApiError::Transport(self.clean(&e)))?;
+                .map_err(|e| ApiError::Transport(self.clean(&e.to_string())))?;
             if self.limited(status, &headers, &bytes) && waits < MAX_WAITS {
                 waits += 1;
                 continue;
@@ -295,14 +295,26 @@ pub fn next_link(link: &str) -> Option<String> {
     })
 }
 
-async fn read_capped(resp: reqwest::Response) -> Result<Vec<u8>, String> {
+/// Why an answer's body was not read whole.
+#[derive(Debug, thiserror::Error)]
+enum BodyError {
+    /// The connection failed mid-body (the innermost reason).
+    #[error("{0}")]
+    Transport(String),
+    /// Past [`MAX_BODY`].
+    #[error("the answer is over {max} bytes", max = MAX_BODY)]
+    TooBig,
+}
+
+async fn read_capped(resp: reqwest::Response) -> Result<Vec<u8>, BodyError> {
     use futures_util::StreamExt;
     let mut out = Vec::new();
     let mut stream = resp.bytes_stream();
     while let Some(chunk) = stream.next().await {
-        let chunk = chunk.map_err(|e| crate::provider::wire::root_cause(&e))?;
+        let chunk =
+            chunk.map_err(|e| BodyError::Transport(crate::provider::wire::root_cause(&e)))?;
         if out.len() + chunk.len() > MAX_BODY {
-            return Err(format!("the answer is over {MAX_BODY} bytes"));
+            return Err(BodyError::TooBig);
         }
         out.extend_from_slice(&chunk);
     }

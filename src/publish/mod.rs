@@ -81,7 +81,7 @@ pub async fn github(req: Request) -> Outcome {
         req.budget,
     ) {
         Ok(a) => a,
-        Err(e) => return no_client(out, &e),
+        Err(e) => return no_client(out, &e.to_string()),
     };
     let mut gh = Github::new(api, &req.ctx);
     if let Err(e) = run(&mut gh, &req, &mut out).await {
@@ -378,7 +378,7 @@ pub async fn gitlab(req: Request) -> Outcome {
     let token = req.token.clone();
     let mut api = match Api::new(&req.ctx.api_url, token, "PRIVATE-TOKEN", req.budget) {
         Ok(a) => a,
-        Err(e) => return no_client(out, &e),
+        Err(e) => return no_client(out, &e.to_string()),
     };
     if let Err(e) = gitlab::run(&mut api, &req, &mut out).await {
         out.failed += 1;
