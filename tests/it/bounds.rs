@@ -5,6 +5,7 @@
 use crate::support::cpu_hungry;
 use crate::support::fake_provider::{Behavior, FakeProvider};
 use crate::support::review::*;
+use crate::support::{assert_exit, assert_success, stderr_of, stdout_of};
 use serde_json::{Value, json};
 
 /// An answer of `n` distinct high findings on the two added lines (11 and 12), compact so
@@ -80,7 +81,7 @@ fn max_findings_per_answer_is_configurable_and_checked() {
     for bad in ["0", "10001"] {
         write(bad);
         let out = review.command(&["--json"]).output().unwrap();
-        let stderr = String::from_utf8_lossy(&out.stderr);
+        let stderr = stderr_of(&out);
         assert_eq!(out.status.code(), Some(2), "{bad}: {stderr}");
         assert!(
             stderr.contains("warden.toml:3:") && stderr.contains("maxFindingsPerAnswer"),
@@ -103,8 +104,8 @@ fn run(repo: &Repo, args: &[&str]) -> (i32, String, String) {
     let out = repo.warden(args).output().unwrap();
     (
         out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
+        stdout_of(&out),
+        stderr_of(&out),
     )
 }
 
@@ -160,9 +161,7 @@ fn ci_plan_refused(repo: &Repo, lines: usize) -> String {
         .env("CI", "true")
         .output()
         .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
-    stderr
+    assert_exit(&out, 2)
 }
 
 #[test]
@@ -263,8 +262,7 @@ fn a_local_review_refuses_a_skill_linked_from_outside_the_repository() {
     // A folder link and a file link, both out of the repository.
     std::os::unix::fs::symlink(outside.path().join("leak"), skills.join("leak")).unwrap();
     let out = review.command(&["--json"]).output().unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    let stderr = assert_exit(&out, 2);
     assert!(
         stderr.contains(".warden/skills/leak/SKILL.md")
             && stderr.contains("outside the repository"),
@@ -274,8 +272,7 @@ fn a_local_review_refuses_a_skill_linked_from_outside_the_repository() {
     std::os::unix::fs::symlink(outside.path().join("leak/SKILL.md"), skills.join("leak.md"))
         .unwrap();
     let out = review.command(&["--json"]).output().unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    let stderr = assert_exit(&out, 2);
     assert!(stderr.contains(".warden/skills/leak.md"), "{stderr}");
     assert!(
         fake.requests()
@@ -290,13 +287,7 @@ fn a_local_review_refuses_a_skill_linked_from_outside_the_repository() {
         .write("docs/inside.md", skill("inside", "Look for bugs."));
     std::os::unix::fs::symlink("../../docs/inside.md", skills.join("inside.md")).unwrap();
     let out = review.repo.warden(&["skills"]).output().unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let (stdout, _) = assert_success(&out);
     assert!(stdout.contains("inside"), "{stdout}");
 }
 

@@ -68,13 +68,7 @@ fn a_warden_v1_file_loads_and_names_each_ignored_key_once() {
     r.config(WARDEN_V1);
     r.write("src/a.rs", source_lines(3, "a"));
     let out = r.warden(&["plan", "--json"]).output().unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stderr = assert_exit(&out, 0);
     for key in [
         "defaults.runtime",
         "defaults.batchDelayMs",
@@ -104,11 +98,7 @@ fn a_warden_v1_file_loads_and_names_each_ignored_key_once() {
     // -q keeps stderr clean of Warden settings warden does not use (they are no mistake;
     // unknown keys are shown even then: see below).
     let out = r.warden(&["plan", "--json", "-q"]).output().unwrap();
-    assert!(
-        out.stderr.is_empty(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.stderr.is_empty(), "{}", stderr_of(&out));
     // A review's report keeps the same warnings, each once, even when -q silences stderr.
     let out = r
         .warden(&["review", "--sim", "--json", "-q"])
@@ -154,17 +144,8 @@ fn the_example_config_loads_without_warnings() {
     .unwrap();
     r.config(&example);
     let out = r.warden(&["plan", "--json"]).output().unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(
-        out.stderr.is_empty(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_exit(&out, 0);
+    assert!(out.stderr.is_empty(), "{}", stderr_of(&out));
 }
 
 // ---- policy resolved once; Warden's earlier layout ---------------------------------------
@@ -181,7 +162,7 @@ fn demo(config: &str, args: &[&str]) -> (i32, serde_json::Value, String) {
         .arg(fixture("demo.diff"))
         .output()
         .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    let stderr = stderr_of(&out);
     let v = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {stderr}"));
     (out.status.code().unwrap(), v, stderr)
 }
@@ -299,8 +280,7 @@ fn earlier_layout_repo() -> Repo {
 fn warden_s_earlier_layout_runs_exactly_its_triggers_skills_with_its_output_thresholds() {
     let r = earlier_layout_repo();
     let out = r.warden(&["plan", "--json"]).output().unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let stderr = assert_exit(&out, 0);
     assert!(
         !stderr.contains("unknown key"),
         "both layouts are understood: {stderr}"
@@ -367,12 +347,7 @@ fn in_ci_earlier_layout_triggers_match_the_event_and_its_action() {
             .env("GITHUB_EVENT_PATH", &event)
             .output()
             .unwrap();
-        assert_eq!(
-            out.status.code(),
-            Some(0),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        assert_exit(&out, 0);
         serde_json::from_slice(&out.stdout).unwrap()
     };
     assert_eq!(
@@ -474,8 +449,7 @@ fn a_skill_s_routes_restrict_it_to_those_routes_in_that_order() {
         .arg(fixture("demo.diff"))
         .output()
         .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{err}");
+    let err = assert_exit(&out, 2);
     assert!(
         err.contains("warden.toml:12:")
             && err.contains("`carefull`")
@@ -510,7 +484,7 @@ fn a_warden_toml_that_is_no_file_is_an_error_not_a_silent_default() {
     std::os::unix::fs::symlink(r.path().join("shared/warden.toml"), &toml).unwrap();
     for cmd in [vec!["plan"], vec!["review", "--sim"], vec!["skills"]] {
         let out = r.warden(&cmd).output().unwrap();
-        let err = String::from_utf8_lossy(&out.stderr);
+        let err = stderr_of(&out);
         assert_eq!(out.status.code(), Some(2), "{cmd:?}: {err}");
         assert!(
             err.starts_with(&format!("error: {}: is not a file", toml.display())),
@@ -520,7 +494,7 @@ fn a_warden_toml_that_is_no_file_is_an_error_not_a_silent_default() {
     std::fs::remove_file(&toml).unwrap();
     std::fs::create_dir(&toml).unwrap();
     let out = r.warden(&["plan"]).output().unwrap();
-    assert_eq!(out.status.code(), Some(2));
+    assert_exit(&out, 2);
     // With the link's target in place, the config loads.
     std::fs::remove_dir(&toml).unwrap();
     r.write("shared/warden.toml", "version = 1\n");
@@ -541,17 +515,12 @@ fn max_concurrency_auto_loads_and_a_bad_cap_is_an_error_naming_its_place() {
     r.config(&config("\"auto\""));
     r.plan(&[]);
     let out = r.warden(&["review", "--json"]).output().unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_exit(&out, 0);
     for bad in ["\"fast\"", "0", "-1", "1e9", "100000"] {
         r.config(&config(bad));
         for cmd in [vec!["plan"], vec!["review"]] {
             let out = r.warden(&cmd).output().unwrap();
-            let err = String::from_utf8_lossy(&out.stderr);
+            let err = stderr_of(&out);
             assert_eq!(out.status.code(), Some(2), "{bad} {cmd:?}: {err}");
             assert!(
                 err.contains("warden.toml:6:18: route `primary` maxConcurrency:")
@@ -573,8 +542,7 @@ fn an_unknown_key_names_its_line_and_the_key_meant_even_under_quiet() {
     r.write("README.md", "y\n");
     for args in [&["plan"][..], &["plan", "-q"]] {
         let out = r.warden(args).output().unwrap();
-        assert_eq!(out.status.code(), Some(0));
-        let err = String::from_utf8_lossy(&out.stderr);
+        let err = assert_exit(&out, 0);
         assert!(
             err.contains("warden.toml:4: unknown key `defaults.failOnn`")
                 && err.contains("did you mean `failOn`?"),
@@ -601,8 +569,7 @@ fn strict_config_refuses_unknown_keys() {
         .warden(&["review", "--sim", "--strict-config"])
         .output()
         .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{err}");
+    let err = assert_exit(&out, 2);
     assert!(
         err.contains("warden.toml:3:1: unknown key `defaults.reportOnn`"),
         "{err}"
@@ -610,8 +577,8 @@ fn strict_config_refuses_unknown_keys() {
     assert!(err.contains("did you mean `reportOn`?"), "{err}");
     r.config("version = 1\nstrictConfig = true\n[defaults]\nreportOnn = \"low\"\n");
     let out = r.warden(&["plan"]).output().unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("warden.toml:4:1:"));
+    assert_exit(&out, 2);
+    assert!(stderr_of(&out).contains("warden.toml:4:1:"));
     // A clean config passes strict mode.
     r.config("version = 1\nstrictConfig = true\n[defaults]\nreportOn = \"low\"\n");
     assert_eq!(

@@ -6,6 +6,7 @@
 use crate::support::fake_provider::{Behavior, FakeProvider};
 use crate::support::oracle::{Oracle, case_folder};
 use crate::support::{Repo, fake_routes, warden};
+use crate::support::{assert_exit, stderr_of, stdout_of};
 use serde_json::Value;
 use std::path::Path;
 use std::time::Duration;
@@ -54,13 +55,8 @@ impl Bench {
             .timeout(Duration::from_secs(60))
             .output()
             .unwrap();
-        let report = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-            panic!(
-                "{e}: {}\n{}",
-                String::from_utf8_lossy(&out.stdout),
-                String::from_utf8_lossy(&out.stderr)
-            )
-        });
+        let report = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{e}: {}\n{}", stdout_of(&out), stderr_of(&out)));
         (out.status.code().unwrap_or(-1), report)
     }
 }
@@ -281,8 +277,7 @@ fn a_judge_route_that_is_not_configured_is_a_usage_error_before_any_review() {
         .args(["eval", "cases", "-c", "eval.toml", "--judge", "nope"])
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = assert_exit(&out, 2);
     assert!(
         err.contains("--judge nope") && err.contains("primary, fallback"),
         "{err}"
@@ -410,7 +405,7 @@ fn a_baseline_prints_each_figure_s_change() {
         ])
         .output()
         .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
+    let text = stdout_of(&out);
     assert!(text.contains("against baseline before.json"), "{text}");
     assert!(
         text.lines()
@@ -455,8 +450,7 @@ fn a_jsonl_corpus_with_a_missing_clone_or_commit_is_an_error_naming_its_line() {
             .args(["eval", "--sim", "corpus.jsonl", "--repos", "clones"])
             .output()
             .unwrap();
-        assert_eq!(out.status.code(), Some(2));
-        let err = String::from_utf8_lossy(&out.stderr);
+        let err = assert_exit(&out, 2);
         assert!(err.contains(want), "want {want:?} in {err}");
     }
 }
@@ -472,12 +466,7 @@ fn the_bundled_demo_runs_in_both_shapes_with_the_simulator_and_gives_the_same_fi
             .timeout(Duration::from_secs(120))
             .output()
             .unwrap();
-        assert_eq!(
-            out.status.code(),
-            Some(0),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        assert_exit(&out, 0);
         serde_json::from_slice(&out.stdout).unwrap()
     };
     let folders = run(&["fixtures/eval/cases"]);
@@ -487,11 +476,7 @@ fn the_bundled_demo_runs_in_both_shapes_with_the_simulator_and_gives_the_same_fi
         .arg(&repo)
         .output()
         .unwrap();
-    assert!(
-        built.status.success(),
-        "{}",
-        String::from_utf8_lossy(&built.stderr)
-    );
+    assert_exit(&built, 0);
     let jsonl = run(&[
         "fixtures/eval/demo.jsonl",
         "--repos",
@@ -593,8 +578,8 @@ fn from_history_reviews_each_fix_reversed_and_leaves_out_merges_reverts_and_whit
         .timeout(Duration::from_secs(60))
         .output()
         .unwrap();
-    let r: Value = serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+    let r: Value =
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", stderr_of(&out)));
     schema_check(&r);
     assert_eq!(r["corpus"]["shape"], "history");
     let left_out = &r["corpus"]["leftOut"];
@@ -692,8 +677,7 @@ fn a_bad_key_exits_2_as_review_does() {
         .timeout(Duration::from_secs(60))
         .output()
         .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{err}");
+    let err = assert_exit(&out, 2);
     assert!(
         err.contains("every case review reviewed nothing") && err.contains("route"),
         "{err}"
@@ -720,13 +704,12 @@ fn strict_config_is_the_same_for_every_command() {
     ];
     for cmd in commands {
         let out = r.warden(cmd).arg("--strict-config").output().unwrap();
-        let err = String::from_utf8_lossy(&out.stderr);
+        let err = stderr_of(&out);
         assert_eq!(out.status.code(), Some(2), "{cmd:?}: {err}");
         assert!(err.contains("warden.toml:3"), "{cmd:?}: {err}");
         assert!(err.contains("failOnn"), "{cmd:?}: {err}");
     }
     r.config("version = 1\nstrictConfig = true\n[defaults]\nfailOnn = \"high\"\n");
     let out = r.warden(&["eval", "--sim", "cases"]).output().unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_exit(&out, 2);
 }

@@ -2,6 +2,7 @@
 //! on the crate as it is, and fails, naming the file, on an upward import or a loop, and
 //! when the circles between the files of one folder grow past the budget it prints.
 
+use crate::support::{assert_exit, stderr_of, stdout_of};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -42,7 +43,7 @@ fn src_plus(files: &[(String, String)]) -> tempfile::TempDir {
 /// (circles, largest, budget's most circles, budget's largest).
 fn circle_figures() -> (usize, usize, usize, usize) {
     let out = check(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src"));
-    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    let stdout = stdout_of(&out);
     let line = stdout
         .lines()
         .find(|l| l.contains("file circles inside folders"))
@@ -89,12 +90,8 @@ fn copy_tree(from: &Path, to: &Path) {
 #[test]
 fn the_crate_as_it_is_has_no_upward_import_and_no_loop() {
     let out = check(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src"));
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let stdout = stdout_of(&out);
+    assert!(out.status.success(), "{stdout}{}", stderr_of(&out));
     assert!(stdout.contains(" 0 loops, 0 problems"), "{stdout}");
     assert!(
         stdout.contains("file circles inside folders")
@@ -114,8 +111,7 @@ fn more_file_circles_than_the_budget_fail() {
     }
     let dir = src_plus(&files);
     let out = check(dir.path());
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    let stderr = assert_exit(&out, 1);
     assert!(
         stderr.contains(&format!(
             "{} file circles inside folders, over the budget of {most}",
@@ -123,7 +119,7 @@ fn more_file_circles_than_the_budget_fail() {
         )),
         "{stderr}"
     );
-    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stdout = stdout_of(&out);
     assert!(
         stdout.contains("src/text/: 2 files: zz_c0_0.rs, zz_c0_1.rs"),
         "{stdout}"
@@ -135,8 +131,7 @@ fn a_file_circle_larger_than_the_budget_fails_and_shows_its_imports() {
     let (_, _, _, max_files) = circle_figures();
     let dir = src_plus(&ring("big", max_files + 1));
     let out = check(dir.path());
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    let stderr = assert_exit(&out, 1);
     assert!(
         stderr.contains(&format!(
             "src/text: a circle of {} files, over the budget of {max_files}: zz_big_0.rs, zz_big_1.rs",
@@ -145,7 +140,7 @@ fn a_file_circle_larger_than_the_budget_fails_and_shows_its_imports() {
         "{stderr}"
     );
     // A failing run names each import that ties the circle, with its line.
-    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stdout = stdout_of(&out);
     assert!(
         stdout.contains("zz_big_0.rs -> zz_big_1.rs  (src/text/zz_big_0.rs:1)"),
         "{stdout}"
@@ -179,7 +174,7 @@ fn a_circle_through_a_re_export_and_a_crate_path_counts_but_comments_and_strings
         .arg(dir.path())
         .output()
         .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stdout = stdout_of(&out);
     assert!(
         stdout.contains("src/text/: 2 files: zz_a.rs, zz_b.rs"),
         "{stdout}"
@@ -199,8 +194,7 @@ fn an_upward_import_fails_and_names_the_file_and_line() {
         "\n#[allow(unused_imports)]\nuse crate::report::Report;\n",
     );
     let out = check(dir.path());
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    let stderr = assert_exit(&out, 1);
     assert!(stderr.contains("src/engine/clock.rs:"), "{stderr}");
     assert!(
         stderr.contains("`engine` (engine) imports `report`"),
@@ -221,8 +215,7 @@ fn an_import_inside_a_use_group_or_a_loop_of_two_modules_fails() {
     t.push_str("\n#[allow(unused_imports)]\nuse crate::text::escape;\n");
     std::fs::write(&d, t).unwrap();
     let out = check(dir.path());
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    let stderr = assert_exit(&out, 1);
     assert!(stderr.contains("`text` (base) imports `diff`"), "{stderr}");
     assert!(
         stderr.contains("a loop of imports: diff -> text"),
@@ -235,8 +228,7 @@ fn a_module_no_layer_names_fails() {
     let dir = src_with("lib.rs", "");
     std::fs::write(dir.path().join("newthing.rs"), "pub fn f() {}\n").unwrap();
     let out = check(dir.path());
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    let stderr = assert_exit(&out, 1);
     assert!(
         stderr.contains("src/newthing: a module that no layer names"),
         "{stderr}"
@@ -249,12 +241,8 @@ fn house_figures(src: &Path) -> String {
         .arg(src)
         .output()
         .expect("python3 runs scripts/house-figures");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).to_string()
+    assert_exit(&out, 0);
+    stdout_of(&out)
 }
 
 /// The first number after `label` on the line that starts with it.

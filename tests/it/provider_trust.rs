@@ -5,6 +5,7 @@
 
 use crate::support::fake_provider::{Behavior, FakeProvider};
 use crate::support::review::*;
+use crate::support::{assert_exit, stderr_of, stdout_of};
 use serde_json::json;
 
 // ---- issue 10, item 2: keys never leave for another origin --------------------------
@@ -249,7 +250,7 @@ fn a_private_ca_is_trusted_through_ca_cert_ssl_cert_file_or_ssl_cert_dir_and_not
             .env(var, &value)
             .output()
             .unwrap();
-        let stderr = String::from_utf8_lossy(&out.stderr);
+        let stderr = stderr_of(&out);
         assert_eq!(out.status.code(), Some(0), "{var}: {stderr}");
     }
     let sent = gateway.requests();
@@ -285,7 +286,7 @@ fn a_ca_cert_that_cannot_be_used_is_a_config_error_naming_the_route_and_the_key(
         corp.extra = &line;
         review.config(&[], &[corp]);
         let out = review.command(&["--json"]).output().unwrap();
-        let stderr = String::from_utf8_lossy(&out.stderr);
+        let stderr = stderr_of(&out);
         assert_eq!(out.status.code(), Some(2), "{file}: {stderr}");
         for needle in ["warden.toml:", "route `corp`", "caCert", file, why] {
             assert!(stderr.contains(needle), "{file}: {needle}: {stderr}");
@@ -305,8 +306,7 @@ fn a_ca_cert_that_cannot_be_used_is_a_config_error_naming_the_route_and_the_key(
         .env("SSL_CERT_FILE", dir.join("missing.pem"))
         .output()
         .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    let stderr = assert_exit(&out, 2);
     assert!(
         stderr.contains("SSL_CERT_FILE") && stderr.contains("missing.pem"),
         "{stderr}"
@@ -374,8 +374,7 @@ fn https_proxy_tunnels_to_a_gateway_behind_a_private_ca_with_its_name_verified()
         .env("HTTPS_PROXY", &proxy)
         .output()
         .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert_exit(&out, 0);
     let connects = seen.lock().unwrap().clone();
     assert!(!connects.is_empty());
     assert!(
@@ -420,15 +419,13 @@ fn in_ci_ca_cert_is_read_from_the_trusted_commit_not_from_the_change() {
     };
     // In CI the config and the CA come from the base commit: the review goes through.
     let out = run(true);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert_exit(&out, 0);
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert!(units(&v).iter().all(|u| u["status"] == "reviewed"), "{v}");
     assert_eq!(gateway.requests().len(), units(&v).len());
     // Locally the working tree is read, so the swapped file is what is checked.
     let out = run(false);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    let stderr = assert_exit(&out, 2);
     assert!(
         stderr.contains("caCert `certs/ca.pem`") && stderr.contains("route `corp`"),
         "{stderr}"
@@ -502,7 +499,7 @@ fn loopback_spelled_any_way_never_goes_through_a_proxy_and_sends_one_authorizati
         let mut cmd = review.command(&["--json"]);
         with_proxy(&mut cmd, &proxy);
         let out = cmd.output().unwrap();
-        let stderr = String::from_utf8_lossy(&out.stderr);
+        let stderr = stderr_of(&out);
         assert_eq!(out.status.code(), Some(0), "{host}: {stderr}");
         assert!(seen.lock().unwrap().is_empty(), "{host}: {:?}", seen.lock());
         let sent = fake.requests_for(&model);
@@ -546,7 +543,7 @@ fn a_base_url_with_userinfo_or_a_query_is_refused_at_load_without_echoing_it() {
         let review = Review::new(1);
         review.config(&[], &[route_cfg("gw", "openai", url.to_string(), false)]);
         let out = review.command(&["--json"]).output().unwrap();
-        let stderr = String::from_utf8_lossy(&out.stderr);
+        let stderr = stderr_of(&out);
         assert_eq!(out.status.code(), Some(2), "{url}: {stderr}");
         assert!(
             stderr.contains("route `gw`") && stderr.contains("baseUrl"),
@@ -554,10 +551,7 @@ fn a_base_url_with_userinfo_or_a_query_is_refused_at_load_without_echoing_it() {
         );
         assert!(stderr.contains("warden.toml:"), "{url}: {stderr}");
         assert!(!stderr.contains(secret), "{url}: {stderr}");
-        assert!(
-            !String::from_utf8_lossy(&out.stdout).contains(secret),
-            "{url}"
-        );
+        assert!(!stdout_of(&out).contains(secret), "{url}");
         assert!(fake.requests().is_empty(), "{url}");
     }
 }

@@ -13,6 +13,8 @@ pub use fake_provider::{fake_models, fake_tools, fake_wire};
 pub mod litellm;
 pub mod llama;
 pub mod oracle;
+pub mod output;
+pub use output::{assert_exit, assert_success, stderr_of, stdout_of};
 pub mod otlp_receiver;
 pub mod patch;
 pub mod redis;
