@@ -56,17 +56,28 @@ pub(super) fn resolve(raw: &RawCache, ctx: &Ctx) -> Result<CacheSettings, Error>
     })
 }
 
+/// A `cache.maxAge` that cannot be used.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+enum AgeError {
+    #[error("invalid duration `{text}` ({why}): write it as a string like \"30d\" or \"12h\"")]
+    Invalid {
+        text: String,
+        why: humantime::DurationError,
+    },
+    #[error("`{0}` must be longer than zero and at most ten years")]
+    OutOfRange(String),
+}
+
 /// How long answers are kept: days are usual here, so the budgets' 7-day cap does not
 /// apply; ten years is plenty and keeps the arithmetic far from overflow.
-fn parse_age(text: &str) -> Result<std::time::Duration, String> {
+fn parse_age(text: &str) -> Result<std::time::Duration, AgeError> {
     const MAX: std::time::Duration = std::time::Duration::from_secs(10 * 366 * 86_400);
-    let d = humantime::parse_duration(text.trim()).map_err(|e| {
-        format!("invalid duration `{text}` ({e}): write it as a string like \"30d\" or \"12h\"")
+    let d = humantime::parse_duration(text.trim()).map_err(|e| AgeError::Invalid {
+        text: text.to_string(),
+        why: e,
     })?;
     if d.is_zero() || d > MAX {
-        return Err(format!(
-            "`{text}` must be longer than zero and at most ten years"
-        ));
+        return Err(AgeError::OutOfRange(text.to_string()));
     }
     Ok(d)
 }

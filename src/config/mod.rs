@@ -62,22 +62,43 @@ pub fn is_init_output(lines: &[&str]) -> bool {
 /// and far-future deadlines are where clock arithmetic overflows.
 pub const MAX_DURATION: Duration = Duration::from_secs(7 * 24 * 60 * 60);
 
+/// A duration a setting or flag cannot take: a fragment for the caller to prefix with the
+/// key or flag.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum DurationError {
+    /// Not a duration humantime reads.
+    #[error(
+        "invalid duration `{text}` ({why}): write it as a string like \"15m\", \"90s\" or \"250ms\""
+    )]
+    Invalid {
+        /// As written.
+        text: String,
+        /// humantime's reason.
+        why: humantime::DurationError,
+    },
+    /// Zero.
+    #[error("must be longer than zero")]
+    Zero,
+    /// Past [`MAX_DURATION`].
+    #[error(
+        "`{0}` is longer than the longest allowed duration (7 days): write a duration such as \"15m\""
+    )]
+    TooLong(String),
+}
+
 /// Parses a duration as people write it ("15m", "90s", "250ms"): longer than zero and at
 /// most [`MAX_DURATION`]. The error is a fragment for the caller to prefix with the key or
 /// flag.
-pub fn parse_duration(text: &str) -> std::result::Result<Duration, String> {
-    let d = humantime::parse_duration(text.trim()).map_err(|e| {
-        format!(
-            "invalid duration `{text}` ({e}): write it as a string like \"15m\", \"90s\" or \"250ms\""
-        )
+pub fn parse_duration(text: &str) -> std::result::Result<Duration, DurationError> {
+    let d = humantime::parse_duration(text.trim()).map_err(|e| DurationError::Invalid {
+        text: text.to_string(),
+        why: e,
     })?;
     if d.is_zero() {
-        return Err("must be longer than zero".into());
+        return Err(DurationError::Zero);
     }
     if d > MAX_DURATION {
-        return Err(format!(
-            "`{text}` is longer than the longest allowed duration (7 days): write a duration such as \"15m\""
-        ));
+        return Err(DurationError::TooLong(text.to_string()));
     }
     Ok(d)
 }
@@ -301,12 +322,19 @@ mod tests {
     #[test]
     fn durations_above_a_week_are_refused() {
         assert!(parse_duration("7d").is_ok());
-        let err = parse_duration("18446744073709551615s").unwrap_err();
+        let err = parse_duration("18446744073709551615s")
+            .unwrap_err()
+            .to_string();
         assert!(
             err.contains("7 days") || err.contains("invalid duration"),
             "{err}"
         );
-        assert!(parse_duration("8d").unwrap_err().contains("7 days"));
+        assert!(
+            parse_duration("8d")
+                .unwrap_err()
+                .to_string()
+                .contains("7 days")
+        );
         assert!(parse_duration("0s").is_err());
     }
 

@@ -105,6 +105,28 @@ pub struct FleetSettings {
     pub cache: bool,
 }
 
+/// A Redis URL that cannot be used; the URL is shown without its password. A fragment
+/// for the caller to prefix with the key or variable.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RedisUrlError {
+    /// Not a URL.
+    #[error(
+        "`{shown}` is not a valid URL ({why}): write it like \"redis://127.0.0.1:6379\" or \"rediss://redis.example.com:6380\""
+    )]
+    NotUrl {
+        /// The URL, redacted.
+        shown: String,
+        /// The parser's reason.
+        why: String,
+    },
+    /// Another scheme.
+    #[error("`{0}` must start with redis:// (or rediss:// for TLS)")]
+    Scheme(String),
+    /// No host, or white space in it.
+    #[error("`{0}` names no host: write it like \"redis://127.0.0.1:6379\"")]
+    NoHost(String),
+}
+
 /// A `redis://` or `rediss://` URL, checked when read. Shown without its password
 /// (`Display` and `Debug`), so it can go into any message.
 #[derive(Clone, PartialEq, Eq)]
@@ -113,21 +135,18 @@ pub struct RedisUrl(String);
 impl RedisUrl {
     /// Checks `text`: scheme `redis` or `rediss`, a host, no white space. The error is a
     /// fragment for the caller to prefix with the key or variable.
-    pub fn parse(text: &str) -> Result<RedisUrl, String> {
+    pub fn parse(text: &str) -> Result<RedisUrl, RedisUrlError> {
         let t = text.trim();
         let shown = redact_url(t);
-        let url = reqwest::Url::parse(t).map_err(|e| {
-            format!("`{shown}` is not a valid URL ({e}): write it like \"redis://127.0.0.1:6379\" or \"rediss://redis.example.com:6380\"")
+        let url = reqwest::Url::parse(t).map_err(|e| RedisUrlError::NotUrl {
+            shown: shown.clone(),
+            why: e.to_string(),
         })?;
         if !matches!(url.scheme(), "redis" | "rediss") {
-            return Err(format!(
-                "`{shown}` must start with redis:// (or rediss:// for TLS)"
-            ));
+            return Err(RedisUrlError::Scheme(shown));
         }
         if url.host_str().is_none_or(str::is_empty) || t.contains(char::is_whitespace) {
-            return Err(format!(
-                "`{shown}` names no host: write it like \"redis://127.0.0.1:6379\""
-            ));
+            return Err(RedisUrlError::NoHost(shown));
         }
         Ok(RedisUrl(t.to_string()))
     }

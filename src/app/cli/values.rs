@@ -12,7 +12,7 @@ use warden::telemetry::TraceFormat;
 
 /// `--budget`: a duration such as 15m, 90s or 500ms, above zero and at most 7 days.
 pub(crate) fn parse_budget(s: &str) -> Result<Duration, String> {
-    warden::config::parse_duration(s)
+    warden::config::parse_duration(s).map_err(|e| e.to_string())
 }
 
 /// `--report-on`: a severity, in any case.
