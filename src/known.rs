@@ -58,10 +58,10 @@ impl Known {
     /// A sink that records the review pass's unit results.
     pub(crate) fn sink(&self) -> Sink {
         let me = self.clone();
-        Sink::new(move |e| me.record(e))
+        Sink::new(move |s| me.record(&s.event))
     }
 
-    fn record(&self, e: Event) {
+    fn record(&self, e: &Event) {
         let mut guard = self.lock();
         let Some(state) = guard.as_mut() else { return };
         if state.review_pass_over {
@@ -69,12 +69,12 @@ impl Known {
         }
         match e {
             Event::UnitFinished { unit, result } => {
-                state.results.insert(unit, result);
+                state.results.insert(*unit, result.clone());
             }
             Event::AttemptStarted { unit, .. } => {
-                state.started_units.insert(unit);
+                state.started_units.insert(*unit);
             }
-            Event::PassStarted { pass, .. } if pass != Pass::Review => {
+            Event::PassStarted { pass, .. } if *pass != Pass::Review => {
                 state.review_pass_over = true;
             }
             _ => {}

@@ -306,8 +306,8 @@ fn with_fleet(engine: Engine, fleet: &Fleet, settings: &Settings) -> Engine {
 /// Keeps the engine's `Warning` events for the report.
 fn route_warnings(warnings: &report::Warnings) -> Sink {
     let warnings = warnings.clone();
-    Sink::new(move |e| {
-        if let Event::Warning { route, message } = &e {
+    Sink::new(move |s| {
+        if let Event::Warning { route, message } = &s.event {
             warnings.push(report::WarningSource::Route, Some(route.clone()), message);
         }
     })

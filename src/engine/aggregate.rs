@@ -17,12 +17,12 @@ impl Aggregator {
     /// A sink that feeds this aggregator.
     pub(crate) fn sink(self: &Arc<Self>) -> Sink {
         let me = self.clone();
-        Sink::new(move |e| {
-            if let Event::UnitFinished { unit, result } = e {
+        Sink::new(move |s| {
+            if let Event::UnitFinished { unit, result } = &s.event {
                 me.results
                     .lock()
                     .expect("aggregator lock")
-                    .insert(unit, result);
+                    .insert(*unit, result.clone());
             }
         })
     }

@@ -10,6 +10,7 @@ use crate::prompt::Prompt;
 use crate::provider::AttemptRecord;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use tokio::time::Instant;
 
 /// Why an attempt is being made.
 #[derive(Debug, Clone, PartialEq)]
@@ -310,14 +311,26 @@ pub enum Event {
     },
 }
 
+/// An event with the instant it was emitted: stamped once, where the engine (or
+/// `review::run`) emits it, and lent to every consumer. Consumers read the event's time
+/// from here rather than the clock on receipt, so every view of the run agrees on when a
+/// thing happened, and under `warden simulate` it is the paused tokio clock's instant.
+#[derive(Debug, Clone)]
+pub struct Stamped {
+    /// When it was emitted (tokio's clock: the paused one under `warden simulate`).
+    pub at: Instant,
+    /// What happened.
+    pub event: Event,
+}
+
 /// Where events go. Cheap to clone; called from the engine's tasks, so a consumer must
-/// not block.
+/// not block. Consumers borrow each stamped event: a tee hands the same one to both sides.
 #[derive(Clone)]
-pub struct Sink(Arc<dyn Fn(Event) + Send + Sync>);
+pub struct Sink(Arc<dyn Fn(&Stamped) + Send + Sync>);
 
 impl Sink {
-    /// A sink that calls `f` with every event.
-    pub fn new(f: impl Fn(Event) + Send + Sync + 'static) -> Self {
+    /// A sink that calls `f` with every stamped event.
+    pub fn new(f: impl Fn(&Stamped) + Send + Sync + 'static) -> Self {
         Sink(Arc::new(f))
     }
 
@@ -326,27 +339,31 @@ impl Sink {
         Sink::new(|_| {})
     }
 
-    /// Collects events into a shared list (for tests and reports that want them all).
+    /// Collects events into a shared list (for tests and reports that want them all);
+    /// the one consumer that keeps its own copy of each event.
     pub fn collect() -> (Self, Arc<Mutex<Vec<Event>>>) {
         let list = Arc::new(Mutex::new(Vec::new()));
         let l = list.clone();
         (
-            Sink::new(move |e| l.lock().expect("event list").push(e)),
+            Sink::new(move |s| l.lock().expect("event list").push(s.event.clone())),
             list,
         )
     }
 
-    /// Sends to both sinks (`other` first).
+    /// Sends to both sinks (`other` first), lending each the same stamped event.
     pub fn tee(self, other: Sink) -> Self {
-        Sink::new(move |e: Event| {
-            (other.0)(e.clone());
-            (self.0)(e);
+        Sink::new(move |s| {
+            (other.0)(s);
+            (self.0)(s);
         })
     }
 
-    /// Sends one event.
-    pub fn emit(&self, e: Event) {
-        (self.0)(e)
+    /// Stamps an event with the current instant and sends it.
+    pub fn emit(&self, event: Event) {
+        (self.0)(&Stamped {
+            at: Instant::now(),
+            event,
+        })
     }
 }
 

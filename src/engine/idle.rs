@@ -44,6 +44,8 @@ impl State {
     }
 
     fn advance(&mut self, now: Instant) {
+        // Stamps are taken at emit, before the lock: a concurrent emitter's may be older.
+        let now = now.max(self.last);
         if !self.waiting.is_empty() {
             let dt = now.saturating_duration_since(self.last).as_secs_f64();
             self.idle += dt * self.free_later() as f64;
@@ -118,10 +120,10 @@ impl IdleMeter {
     /// A sink that feeds this meter.
     pub(crate) fn sink(self: &Arc<Self>) -> Sink {
         let me = self.clone();
-        Sink::new(move |e| {
+        Sink::new(move |s| {
             let mut st = me.0.lock().expect("idle meter");
-            st.advance(Instant::now());
-            st.apply(&e);
+            st.advance(s.at);
+            st.apply(&s.event);
         })
     }
 

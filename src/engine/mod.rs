@@ -35,7 +35,7 @@ pub mod windows;
 pub use breaker::{Breaker, BreakerState};
 pub use breakers::{Breakers, Hold, LocalBreakers};
 pub use bulkhead::{Bulkhead, LocalBulkhead, Permit};
-pub use events::{AttemptReason, Event, Pass, ReviewInfo, RouteInfo, Sink, UnitInfo};
+pub use events::{AttemptReason, Event, Pass, ReviewInfo, RouteInfo, Sink, Stamped, UnitInfo};
 pub use outcome::{
     AttemptLog, CacheLevel, CallLog, EngineReport, FromCache, Move, RouteSummary, ToolLoop,
     UnitPart, UnitResult, UnitStatus,

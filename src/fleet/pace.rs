@@ -93,18 +93,18 @@ fn keys(fleet: &Fleet, up: &Upstream) -> Keys {
 /// by route index; `max_pause`: the review budget (no longer pause is published).
 pub fn publisher(fleet: Fleet, upstreams: &[Upstream], max_pause: Duration) -> Sink {
     let keys: Vec<Keys> = upstreams.iter().map(|u| keys(&fleet, u)).collect();
-    Sink::new(move |e| {
-        let (route, lowered, pause) = match e {
+    Sink::new(move |s| {
+        let (route, lowered, pause) = match &s.event {
             Event::BackPressure {
                 route_index,
                 retry_after: Some(ra),
                 ..
-            } => (route_index, false, ra.min(max_pause)),
+            } => (*route_index, false, (*ra).min(max_pause)),
             Event::LimitChanged {
                 route_index,
                 reason: LimitReason::BackPressure | LimitReason::ProbeRefused,
                 ..
-            } => (route_index, true, Duration::ZERO),
+            } => (*route_index, true, Duration::ZERO),
             _ => return,
         };
         let (Some(k), true) = (keys.get(route).cloned(), fleet.is_on()) else {

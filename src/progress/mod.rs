@@ -66,9 +66,9 @@ struct State {
 }
 
 impl State {
-    /// Takes in what an event changes; returns a line worth telling, if any.
-    fn apply(&mut self, e: &Event) -> Option<String> {
-        self.waits.apply(e, Instant::now());
+    /// Takes in what an event emitted at `at` changes; returns a line worth telling, if any.
+    fn apply(&mut self, e: &Event, at: Instant) -> Option<String> {
+        self.waits.apply(e, at);
         match e {
             Event::PassStarted {
                 pass,
@@ -281,14 +281,15 @@ impl Progress {
         }
     }
 
-    fn on_event(&self, e: &Event) {
+    /// Takes in an event emitted at `at`, then redraws.
+    fn on_event(&self, e: &Event, at: Instant) {
         if self.mode == Mode::Quiet {
             return;
         }
         let note = {
             let mut st = self.state.lock().expect("progress");
             let total = st.total;
-            let note = st.apply(e);
+            let note = st.apply(e, at);
             if st.total != total
                 && let Some(b) = &self.bar
             {
@@ -359,7 +360,7 @@ impl Progress {
     /// This display as an event consumer.
     pub fn sink(self: &Arc<Self>) -> Sink {
         let me = self.clone();
-        Sink::new(move |e| me.on_event(&e))
+        Sink::new(move |s| me.on_event(&s.event, s.at.into_std()))
     }
 
     /// Clears the bars, or prints a last plain line.

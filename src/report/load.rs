@@ -121,11 +121,11 @@ impl RouteLoad {
     /// A sink that keeps what the events say (tee it into the review's sink).
     pub fn sink(&self) -> Sink {
         let this = self.clone();
-        Sink::new(move |e| this.event(&e))
+        Sink::new(move |s| this.event(&s.event, s.at))
     }
 
-    fn event(&self, e: &Event) {
-        let now = Instant::now();
+    /// Takes in an event emitted at `now`.
+    fn event(&self, e: &Event, now: Instant) {
         let mut routes = self.0.lock().expect("route load lock");
         match e {
             // Passes share the route state: the first pass's start is the limit's.

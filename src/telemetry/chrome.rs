@@ -12,7 +12,7 @@ mod event;
 #[path = "chrome_load.rs"]
 mod load;
 
-use crate::engine::{Event, Pass, UnitStatus};
+use crate::engine::{Event, Pass, Stamped, UnitStatus};
 use event::{instant, meta, ms, slice};
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -24,7 +24,7 @@ const UNITS_PID: u64 = 2;
 /// Route `i` (in failover order) is process `ROUTE_PID + i`.
 const ROUTE_PID: u64 = 10;
 
-/// Records engine events with their arrival time; [`Recorder::render`] makes the trace.
+/// Records engine events with their emit time; [`Recorder::render`] makes the trace.
 pub(crate) struct Recorder {
     start: Instant,
     log: Mutex<Vec<(Duration, Event)>>,
@@ -39,12 +39,16 @@ impl Recorder {
     }
 
     /// Keeps one event (ticks carry nothing the timeline needs).
-    pub(crate) fn on_event(&self, e: &Event) {
-        if matches!(e, Event::Tick { .. }) {
+    pub(crate) fn on_event(&self, s: &Stamped) {
+        if matches!(s.event, Event::Tick { .. }) {
             return;
         }
+        let ts = s.at.into_std().saturating_duration_since(self.start);
         if let Ok(mut l) = self.log.lock() {
-            l.push((self.start.elapsed(), e.clone()));
+            // Tasks emit concurrently: the log stays in arrival order with times that never
+            // go back (a slice ends no earlier than the events logged before its end).
+            let ts = l.last().map_or(ts, |(last, _)| ts.max(*last));
+            l.push((ts, s.event.clone()));
         }
     }
 

@@ -145,14 +145,14 @@ impl Telemetry {
         let chrome = self.chrome.as_ref().map(|(_, r)| r.clone());
         #[cfg(feature = "otlp")]
         let metrics = self.otlp.as_ref().map(|(_, m)| m.clone());
-        Sink::new(move |e| {
+        Sink::new(move |s| {
             if let Some(c) = &chrome {
-                c.on_event(&e);
+                c.on_event(s);
             }
-            spans.on_event(&e);
+            spans.on_event(&s.event);
             #[cfg(feature = "otlp")]
             if let Some(m) = &metrics {
-                m.on_event(&e);
+                m.on_event(&s.event);
             }
         })
     }

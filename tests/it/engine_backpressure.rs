@@ -285,7 +285,10 @@ async fn a_shared_window_that_cannot_cover_an_attempt_pauses_the_route_and_spill
     });
     let tl: crate::engine_policy::Timeline = Default::default();
     let t = tl.clone();
-    let sink = Sink::new(move |ev| t.lock().unwrap().push((start.elapsed(), ev)));
+    let sink = Sink::new(move |s| {
+        let at = s.at.saturating_duration_since(start);
+        t.lock().unwrap().push((at, s.event.clone()))
+    });
     let routes = vec![
         EngineRoute::new(
             a.clone() as std::sync::Arc<dyn warden::provider::Provider>,

@@ -50,8 +50,8 @@ fn run(
     let (sink, events) = Sink::collect();
     let stamped = Arc::new(std::sync::Mutex::new(Vec::new()));
     let s2 = stamped.clone();
-    let sink = sink.tee(Sink::new(move |e| {
-        s2.lock().unwrap().push((Instant::now(), e))
+    let sink = sink.tee(Sink::new(move |s| {
+        s2.lock().unwrap().push((s.at.into_std(), s.event.clone()))
     }));
     let engine = Engine::new(
         routes

@@ -47,7 +47,10 @@ pub(crate) async fn run_with(
     let t0 = Instant::now();
     let timeline: Timeline = Arc::new(Mutex::new(Vec::new()));
     let tl = timeline.clone();
-    let sink = Sink::new(move |e| tl.lock().unwrap().push((t0.elapsed(), e)));
+    let sink = Sink::new(move |s| {
+        let at = s.at.saturating_duration_since(t0);
+        tl.lock().unwrap().push((at, s.event.clone()))
+    });
     let routes = routes
         .into_iter()
         .map(|(p, cap)| EngineRoute::new(p as Arc<dyn Provider>, cap))

@@ -42,7 +42,10 @@ async fn run(
     let t0 = Instant::now();
     let timeline: Timeline = Arc::default();
     let tl = timeline.clone();
-    let sink = Sink::new(move |e| tl.lock().unwrap().push((t0.elapsed(), e)));
+    let sink = Sink::new(move |s| {
+        let at = s.at.saturating_duration_since(t0);
+        tl.lock().unwrap().push((at, s.event.clone()))
+    });
     let report = Engine::new(routes, exec, sink)
         .run(work, CancellationToken::new())
         .await;
