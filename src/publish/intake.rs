@@ -30,6 +30,51 @@ fn refuse(path: &Path, why: impl std::fmt::Display) -> Error {
     Error::Publish(format!("{}: {why}", path.display()))
 }
 
+/// Why `warden publish` refuses a report (after the report's file name).
+#[derive(Debug, thiserror::Error)]
+pub enum Refused {
+    /// Not JSON.
+    #[error("not a JSON report ({0}): give the output of `warden review --json`")]
+    NotJson(serde_json::Error),
+    /// JSON the schema refuses (reason and place escaped, the reason cut to 300 characters).
+    #[error("not a warden report: {why} at `{at}`")]
+    Schema {
+        /// The schema's reason.
+        why: String,
+        /// The JSON pointer of the value.
+        at: String,
+    },
+    /// Schema-valid JSON the report model does not read.
+    #[error("not a warden report ({0})")]
+    Model(serde_json::Error),
+    /// Over [`MAX_FINDINGS`].
+    #[error("{0} findings is over the {max} a report may publish", max = MAX_FINDINGS)]
+    TooMany(usize),
+    /// No `vcs`.
+    #[error(
+        "the report names no repository or revision (its `vcs`): review in the repository's checkout"
+    )]
+    NoVcs,
+    /// Another head.
+    #[error(
+        "the report is of revision `{report}`, the pull request's head is `{head}`: publish only the report of the head this event names"
+    )]
+    Revision {
+        /// The report's (escaped).
+        report: String,
+        /// The event's.
+        head: String,
+    },
+    /// Another repository.
+    #[error("the report is of repository `{report}`, the event's is `{event}`")]
+    Repository {
+        /// The report's (escaped).
+        report: String,
+        /// The event's.
+        event: String,
+    },
+}
+
 /// Reads and checks the report at `path` (size, JSON, schema, the model).
 pub fn read(path: &Path) -> Result<Report, Error> {
     let bytes = crate::capped_read::read(path, MAX_REPORT_BYTES)
@@ -38,44 +83,34 @@ pub fn read(path: &Path) -> Result<Report, Error> {
 }
 
 /// Checks report bytes: JSON, the schema, the model, the caps.
-pub fn parse(bytes: &[u8]) -> Result<Report, String> {
-    let value: serde_json::Value = serde_json::from_slice(bytes).map_err(|e| {
-        format!("not a JSON report ({e}): give the output of `warden review --json`")
-    })?;
+pub fn parse(bytes: &[u8]) -> Result<Report, Refused> {
+    let value: serde_json::Value = serde_json::from_slice(bytes).map_err(Refused::NotJson)?;
     if let Some(err) = validator().iter_errors(&value).next() {
         let at = err.instance_path().to_string();
-        return Err(format!(
-            "not a warden report: {} at `{}`",
-            crate::text::escape::inline(&err.to_string())
+        return Err(Refused::Schema {
+            why: crate::text::escape::inline(&err.to_string())
                 .chars()
                 .take(300)
-                .collect::<String>(),
-            crate::text::escape::inline(if at.is_empty() { "/" } else { &at })
-        ));
+                .collect(),
+            at: crate::text::escape::inline(if at.is_empty() { "/" } else { &at }),
+        });
     }
-    let report: Report =
-        serde_json::from_value(value).map_err(|e| format!("not a warden report ({e})"))?;
+    let report: Report = serde_json::from_value(value).map_err(Refused::Model)?;
     if report.findings.len() > MAX_FINDINGS {
-        return Err(format!(
-            "{} findings is over the {MAX_FINDINGS} a report may publish",
-            report.findings.len()
-        ));
+        return Err(Refused::TooMany(report.findings.len()));
     }
     Ok(report)
 }
 
 /// The report must be of the event's repository and head; its links become the event's.
-pub fn check_against(report: &mut Report, ctx: &Context) -> Result<(), String> {
-    let vcs = report.vcs.as_ref().ok_or(
-        "the report names no repository or revision (its `vcs`): review in the repository's checkout",
-    )?;
+pub fn check_against(report: &mut Report, ctx: &Context) -> Result<(), Refused> {
+    let vcs = report.vcs.as_ref().ok_or(Refused::NoVcs)?;
     let revision = vcs.revision.as_deref().unwrap_or("").to_ascii_lowercase();
     if revision != ctx.head {
-        return Err(format!(
-            "the report is of revision `{}`, the pull request's head is `{}`: publish only the report of the head this event names",
-            crate::text::escape::inline(&revision),
-            ctx.head
-        ));
+        return Err(Refused::Revision {
+            report: crate::text::escape::inline(&revision),
+            head: ctx.head.clone(),
+        });
     }
     let named = vcs
         .repository_uri
@@ -89,10 +124,10 @@ pub fn check_against(report: &mut Report, ctx: &Context) -> Result<(), String> {
         format!("{}/{}", ctx.owner, ctx.name).to_ascii_lowercase()
     };
     if named != want {
-        return Err(format!(
-            "the report is of repository `{}`, the event's is `{want}`",
-            crate::text::escape::inline(&named)
-        ));
+        return Err(Refused::Repository {
+            report: crate::text::escape::inline(&named),
+            event: want,
+        });
     }
     let vcs = report.vcs.as_mut().expect("checked above");
     vcs.web_url = ctx.web_url.clone();
@@ -142,9 +177,10 @@ mod tests {
         assert!(
             parse(b"not json")
                 .unwrap_err()
+                .to_string()
                 .contains("not a JSON report")
         );
-        let err = parse(br#"{"schemaVersion": 1}"#).unwrap_err();
+        let err = parse(br#"{"schemaVersion": 1}"#).unwrap_err().to_string();
         assert!(err.contains("not a warden report"), "{err}");
     }
 }
