@@ -100,6 +100,10 @@ pub enum Behavior {
     /// A 200 answer with this text that the provider says was cut by the token cap
     /// (OpenAI `finish_reason: "length"`, Anthropic `stop_reason: "max_tokens"`).
     Cut(String),
+    /// A tool-call answer the provider says was cut by the token cap: a forced tool's
+    /// call whose arguments end where the cap cut them (what `Cut` becomes under a forced
+    /// `submit_findings`, as the real APIs answer a forced tool).
+    CutCalls(Vec<fake_tools::Call>),
     /// Answer as a small agent in a tool loop, from what the request holds (see
     /// `fake_agent.rs`): read the file under review, then submit.
     Agent,
@@ -778,6 +782,36 @@ impl Wire {
                     fake_tools::stream(self.anthropic, &self.model, calls, self.ids, usage)
                 } else {
                     fake_tools::body(self.anthropic, &self.model, calls, self.ids, self.usage(42))
+                };
+                self.ok_headers(wr, (!self.stream).then_some(body.len()))
+                    .await;
+                let _ = wr.write_all(body.as_bytes()).await;
+            }
+            Behavior::CutCalls(calls) => {
+                let body = if self.stream {
+                    let usage = (self.anthropic || self.usage_chunk).then(|| self.usage(1));
+                    fake_tools::stream(self.anthropic, &self.model, calls, self.ids, usage)
+                } else if self.anthropic {
+                    // Anthropic's whole answer carries `input` as an object, and a cut one
+                    // cannot be parsed: the strictest reading, nothing of it survives.
+                    let empty: Vec<_> = calls
+                        .iter()
+                        .map(|(n, _)| (n.clone(), "{}".into()))
+                        .collect();
+                    fake_tools::body(true, &self.model, &empty, self.ids, self.usage(42))
+                } else {
+                    fake_tools::body(false, &self.model, calls, self.ids, self.usage(42))
+                };
+                let body = if self.anthropic {
+                    body.replace(
+                        r#""stop_reason":"tool_use""#,
+                        r#""stop_reason":"max_tokens""#,
+                    )
+                } else {
+                    body.replace(
+                        r#""finish_reason":"tool_calls""#,
+                        r#""finish_reason":"length""#,
+                    )
                 };
                 self.ok_headers(wr, (!self.stream).then_some(body.len()))
                     .await;

@@ -311,6 +311,15 @@ pub fn honour_tool_choice(body: &Value, anthropic: bool, b: super::Behavior) -> 
             Some(object) => Behavior::ToolCalls(vec![(name, object)]),
             None => Behavior::Answer(text),
         },
+        // A forced tool's input is JSON from its first byte: what the cap cut is the
+        // arguments, from the findings object on (any prose before it is not sent).
+        Behavior::Cut(text) if name == "submit_findings" => {
+            let from = match text.find("```json\n") {
+                Some(i) => i + "```json\n".len(),
+                None => text.find("{\"findings\"").unwrap_or(0),
+            };
+            Behavior::CutCalls(vec![(name, text[from..].to_string())])
+        }
         other => other,
     }
 }
