@@ -64,7 +64,7 @@ fn review(repo: &Repo, cfg: &tempfile::TempDir) -> Value {
         .env(KEY_VAR, "sk-bp-test-key-0123456789abcdef")
         .output()
         .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    let stderr = stderr_of(&out);
     serde_json::from_slice(&out.stdout)
         .unwrap_or_else(|e| panic!("no JSON report ({e}); stderr:\n{stderr}"))
 }

@@ -3,14 +3,11 @@
 //! of "no routes are configured" next to a file that is right there.
 
 use crate::support::Repo;
+use crate::support::{stderr_of, stdout_of};
 
 fn run(mut cmd: assert_cmd::Command) -> (i32, String, String) {
     let out = cmd.output().unwrap();
-    (
-        out.status.code().unwrap(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    (out.status.code().unwrap(), stdout_of(&out), stderr_of(&out))
 }
 
 /// main without a config; a branch that adds the starter (`warden init`) and some code.

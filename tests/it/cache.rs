@@ -85,13 +85,9 @@ requestTimeout = "4s"
     /// Runs a review; returns exit code, stdout, stderr.
     pub(crate) fn run(&self, args: &[&str]) -> (i32, String, String) {
         let out = self.cmd(args).output().unwrap();
-        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        let stderr = stderr_of(&out);
         assert!(!stderr.contains("panicked"), "{stderr}");
-        (
-            out.status.code().unwrap_or(-1),
-            String::from_utf8_lossy(&out.stdout).into_owned(),
-            stderr,
-        )
+        (out.status.code().unwrap_or(-1), stdout_of(&out), stderr)
     }
 
     /// A JSON review: exit code, report (schema-checked), stderr, requests it made.
@@ -353,8 +349,7 @@ fn two_concurrent_reviews_sharing_a_cache_directory_both_complete() {
     let (a, b) = (spawn(), spawn());
     for child in [a, b] {
         let out = child.wait_with_output().unwrap();
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(1), "{err}");
+        let err = assert_exit(&out, 1);
         assert!(!err.contains("warning"), "{err}");
         let v: Value = serde_json::from_slice(&out.stdout).unwrap();
         assert_eq!(v["outcome"], "complete");
@@ -478,12 +473,9 @@ pub(crate) fn cache_cmd(s: &Setup, args: &[&str], env: &[(&str, &Path)]) -> (i32
         c.env(k, v);
     }
     let out = c.output().unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = stderr_of(&out);
     assert!(!err.contains("panicked"), "{err}");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-    )
+    (out.status.code().unwrap_or(-1), stdout_of(&out))
 }
 
 #[test]

@@ -4,6 +4,7 @@
 
 use crate::cache::{KEY_VAR, Setup, cache_cmd, findings, high_at, sources};
 use crate::support::redis::{RedisServer, free_port};
+use crate::support::{stderr_of, stdout_of};
 use serde_json::Value;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
@@ -229,7 +230,7 @@ fn review_with_fault(
         started.elapsed() < REVIEW_BUDGET,
         "no stall past the review budget"
     );
-    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    let err = stderr_of(&out);
     assert!(!err.contains("panicked"), "{err}");
     let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {err}"));
     let asked = s.fake.requests().len() - before;
@@ -350,7 +351,7 @@ fn a_shared_cache_without_a_server_is_a_config_error() {
         .env("WARDEN_REDIS_URL", redis.url())
         .output()
         .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = stderr_of(&out);
     assert!(matches!(out.status.code(), Some(0 | 1)), "{err}");
     assert_eq!(warnings(&err), 0, "{err}");
     assert_eq!(redis.keys("warden:cache:*").len(), 1);
@@ -422,9 +423,9 @@ fn cache_cli(s: &Setup, dir: &str, args: &[&str]) -> (i32, String, String) {
         .env("WARDEN_CACHE_DIR", dir)
         .output()
         .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    let err = stderr_of(&out);
     assert!(!err.contains("panicked"), "{err}");
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stdout = stdout_of(&out);
     (out.status.code().unwrap_or(-1), stdout, err)
 }
 

@@ -6,6 +6,7 @@
 use crate::report_formats::{assert_valid, repo_schema, sarif_schema};
 use crate::review_e2e::{CANARY, KEY_VAR, Session};
 use crate::support::fake_provider::{Behavior, finding, findings_answer};
+use crate::support::{stderr_of, stdout_of};
 use serde_json::{Map, Value, json};
 use std::path::{Path, PathBuf};
 
@@ -70,7 +71,7 @@ pub(crate) fn assert_shell_parses(shell: &str, script: &str, origin: &str) {
     assert!(
         out.status.success(),
         "{origin}: {shell} -n rejects a step: {}\n{script}",
-        String::from_utf8_lossy(&out.stderr)
+        stderr_of(&out)
     );
 }
 
@@ -260,7 +261,7 @@ fn run_review_step(
     (
         out.status.code().unwrap_or(-1),
         outputs,
-        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr),
+        stdout_of(&out) + &stderr_of(&out),
         runner,
     )
 }

@@ -8,6 +8,7 @@ use crate::support::fake_models::Dialect;
 use crate::support::fake_provider::{Behavior, FakeProvider, finding, findings_answer};
 use crate::support::fake_tools::submit;
 use crate::support::review::{KEY_VAR, Review, units};
+use crate::support::{stderr_of, stdout_of};
 use serde_json::{Value, json};
 use std::time::Duration;
 
@@ -278,7 +279,7 @@ fn cached_reads_of_20_units_show_in_the_route_table_json_and_cost() {
         assert_eq!(hits, n - 1, "{v}");
         // The next review's requests all read the cache.
         let text = r.command(&[]).output().unwrap();
-        let text = String::from_utf8_lossy(&text.stdout);
+        let text = stdout_of(&text);
         let want = format!("tokens: {} in ({} cached, 83.3% hit", 120 * n, 100 * n);
         assert!(text.contains(&want), "{want}\n{text}");
     }
@@ -315,7 +316,7 @@ fn bad_current_model_keys_exit_2_naming_the_line() {
             "http://127.0.0.1:9/v1",
         );
         let out = r.command(&[]).output().unwrap();
-        let stderr = String::from_utf8_lossy(&out.stderr);
+        let stderr = stderr_of(&out);
         assert_eq!(out.status.code(), Some(2), "{extra}: {stderr}");
         assert!(
             stderr.contains("warden.toml:") && stderr.contains(want),

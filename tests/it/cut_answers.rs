@@ -8,6 +8,7 @@
 
 use crate::support::fake_provider::{Behavior, FakeProvider, findings_answer};
 use crate::support::review::*;
+use crate::support::{stderr_of, stdout_of};
 use serde_json::{Value, json};
 
 /// The finding every cut shape holds complete before the cut.
@@ -269,8 +270,8 @@ fn format_drift_keeps_findings_and_a_dropped_one_is_named_in_every_human_output(
         .env("GITHUB_STEP_SUMMARY", &summary)
         .output()
         .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let text = stdout_of(&out);
+    let stderr = stderr_of(&out);
     assert_eq!(out.status.code(), Some(0), "{text}\n{stderr}");
     let v: Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("r.json")).unwrap()).unwrap();

@@ -4,7 +4,7 @@ use crate::support::*;
 
 fn fails_with(mut cmd: impl std::borrow::BorrowMut<assert_cmd::Command>, needles: &[&str]) {
     let out = cmd.borrow_mut().output().unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = stderr_of(&out);
     assert_eq!(out.status.code(), Some(2), "stderr: {err}");
     assert!(!err.contains("panicked"), "{err}");
     for n in needles {
@@ -226,11 +226,7 @@ fn a_shallow_clone_without_the_base_says_how_to_fetch_it() {
         .env("GIT_CONFIG_NOSYSTEM", "1")
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_exit(&out, 0);
     let run = |args: &[&str]| {
         let mut cmd = warden();
         cmd.current_dir(&clone).args(args);
@@ -293,7 +289,7 @@ fn a_repository_owned_by_another_user_names_safe_directory() {
         .env("HOME", home.path())
         .output()
         .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = stderr_of(&out);
     assert!(!err.contains("not a git repository"), "{err}");
 }
 

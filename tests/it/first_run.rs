@@ -3,15 +3,12 @@
 //! step.
 
 use crate::support::{Repo, warden};
+use crate::support::{stderr_of, stdout_of};
 use serde_json::Value;
 
 fn run(mut cmd: assert_cmd::Command) -> (i32, String, String) {
     let out = cmd.output().unwrap();
-    (
-        out.status.code().unwrap(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    (out.status.code().unwrap(), stdout_of(&out), stderr_of(&out))
 }
 
 #[test]

@@ -5,6 +5,7 @@ use crate::report_formats::{assert_valid, report_schema, sarif_schema};
 use crate::review_e2e::Session;
 use crate::support::fake_provider::{Behavior, finding, findings_answer};
 use crate::support::warden;
+use crate::support::{stderr_of, stdout_of};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 
@@ -60,13 +61,9 @@ fn save(dir: &Path, name: &str, v: &Value) -> PathBuf {
 /// `warden merge ARGS…`: exit code, stdout, stderr.
 fn merge(args: &[&str]) -> (i32, String, String) {
     let out = warden().arg("merge").args(args).output().unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    let stderr = stderr_of(&out);
     assert!(!stderr.contains("panicked"), "{stderr}");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr,
-    )
+    (out.status.code().unwrap_or(-1), stdout_of(&out), stderr)
 }
 
 fn merge_json(paths: &[&Path]) -> (i32, Value, String) {

@@ -45,8 +45,8 @@ fn run(repo: &Repo, args: &[&str]) -> (i32, String, String) {
         .unwrap();
     (
         out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
+        stdout_of(&out),
+        stderr_of(&out),
     )
 }
 

@@ -9,6 +9,7 @@
 
 use crate::ci_config::{assert_shell_parses, load_yaml, repo_file, run_steps, to_json};
 use crate::report_formats::{assert_valid, repo_schema};
+use crate::support::{assert_exit, stderr_of, stdout_of};
 use serde_json::Value;
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Write};
@@ -148,12 +149,8 @@ fn packaged(target: &str) -> Asset {
         .arg(&out)
         .output()
         .unwrap();
-    assert!(
-        run.status.success(),
-        "{}",
-        String::from_utf8_lossy(&run.stderr)
-    );
-    let path = PathBuf::from(String::from_utf8_lossy(&run.stdout).trim());
+    assert_exit(&run, 0);
+    let path = PathBuf::from(stdout_of(&run).trim());
     let name = path.file_name().unwrap().to_string_lossy().into_owned();
     let ext = if target.contains("windows") {
         "zip"
@@ -242,12 +239,8 @@ fn make_executable(path: &Path) {
 
 fn run_installed(path: &Path) -> String {
     let out = Command::new(path).output().unwrap();
-    assert!(out.status.success());
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
+    assert_exit(&out, 0);
+    stdout_of(&out).trim().to_string()
 }
 
 /// This machine's target as the release names it.
@@ -270,7 +263,7 @@ fn a_good_archive_is_checked_installed_and_runs() {
         &server,
         &["--version", &format!("v{VERSION}"), "--target", LINUX_X86],
     );
-    assert!(out.status.success(), "{}", stderr(&out));
+    assert_exit(&out, 0);
     assert_eq!(run_installed(&m.installed()), RELEASED);
     assert_eq!(
         server.hits(),
@@ -284,7 +277,7 @@ fn a_good_archive_is_checked_installed_and_runs() {
     server.release(&mine);
     let m = Machine::new();
     let out = m.install(&server, &["--version", VERSION]);
-    assert!(out.status.success(), "{}", stderr(&out));
+    assert_exit(&out, 0);
     assert_eq!(server.hits()[1], mine.path());
     assert_eq!(run_installed(&m.installed()), RELEASED);
 }
@@ -302,16 +295,16 @@ fn a_bad_checksum_is_refused_and_nothing_is_installed() {
     asset.archive[last] ^= 0x55;
     server.release(&asset);
     let out = m.install(&server, &["--version", VERSION, "--target", LINUX_X86]);
-    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert_exit(&out, 1);
     assert!(
-        stderr(&out).contains("checksum mismatch"),
+        stderr_of(&out).contains("checksum mismatch"),
         "{}",
-        stderr(&out)
+        stderr_of(&out)
     );
     assert!(
-        stderr(&out).contains("nothing installed"),
+        stderr_of(&out).contains("nothing installed"),
         "{}",
-        stderr(&out)
+        stderr_of(&out)
     );
     assert_eq!(run_installed(&m.installed()), "old", "the old binary stays");
     assert_eq!(
@@ -330,11 +323,11 @@ fn a_bad_checksum_is_refused_and_nothing_is_installed() {
         None,
     );
     let out = m.install(&server, &["--version", VERSION, "--target", LINUX_X86]);
-    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert_exit(&out, 1);
     assert!(
-        stderr(&out).contains("holds no SHA-256"),
+        stderr_of(&out).contains("holds no SHA-256"),
         "{}",
-        stderr(&out)
+        stderr_of(&out)
     );
     assert_eq!(run_installed(&m.installed()), "old");
 }
@@ -352,8 +345,8 @@ fn a_truncated_download_is_refused_and_nothing_is_installed() {
         Some(asset.archive.len() / 2),
     );
     let out = m.install(&server, &["--version", VERSION, "--target", LINUX_X86]);
-    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
-    assert!(stderr(&out).contains("cut short"), "{}", stderr(&out));
+    assert_exit(&out, 1);
+    assert!(stderr_of(&out).contains("cut short"), "{}", stderr_of(&out));
     assert!(!m.installed().exists());
     assert!(!m.bin_dir().exists() || std::fs::read_dir(m.bin_dir()).unwrap().count() == 0);
     assert_eq!(m.cargo_args(), None);
@@ -370,11 +363,11 @@ fn a_missing_asset_builds_with_cargo_install_locked_instead() {
         &server,
         &["--version", VERSION, "--target", LINUX_X86, "--source", src],
     );
-    assert!(out.status.success(), "{}", stderr(&out));
+    assert_exit(&out, 0);
     assert!(
-        stderr(&out).contains("no release asset"),
+        stderr_of(&out).contains("no release asset"),
         "{}",
-        stderr(&out)
+        stderr_of(&out)
     );
     let args = m.cargo_args().expect("the fallback ran cargo");
     assert_eq!(args[..4], ["install", "--locked", "--path", src]);
@@ -389,7 +382,7 @@ fn a_missing_asset_builds_with_cargo_install_locked_instead() {
     // Without a checkout: the release's git tag.
     let m = Machine::new();
     let out = m.install(&server, &["--version", VERSION, "--target", LINUX_X86]);
-    assert!(out.status.success(), "{}", stderr(&out));
+    assert_exit(&out, 0);
     let args = m.cargo_args().expect("the fallback ran cargo");
     assert_eq!(args[..2], ["install", "--locked"]);
     assert_eq!(args[3], "https://github.com/warden-review/warden");
@@ -399,7 +392,7 @@ fn a_missing_asset_builds_with_cargo_install_locked_instead() {
     server.put(&format!("{}.sha256", asset.path()), 200, &asset.sum, None);
     let m = Machine::new();
     let out = m.install(&server, &["--version", VERSION, "--target", LINUX_X86]);
-    assert!(out.status.success(), "{}", stderr(&out));
+    assert_exit(&out, 0);
     assert!(m.cargo_args().is_some());
     // --no-fallback: refused, nothing built or installed.
     let m = Machine::new();
@@ -407,7 +400,7 @@ fn a_missing_asset_builds_with_cargo_install_locked_instead() {
         &server,
         &["--version", "9.9.9", "--target", LINUX_X86, "--no-fallback"],
     );
-    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert_exit(&out, 1);
     assert_eq!(m.cargo_args(), None);
     assert!(!m.installed().exists());
 }
@@ -430,8 +423,12 @@ fn bad_arguments_are_refused_before_any_download() {
         (&["--version"][..], "--version needs a value"),
     ] {
         let out = m.install(&server, args);
-        assert_eq!(out.status.code(), Some(1), "{args:?}: {}", stderr(&out));
-        assert!(stderr(&out).contains(says), "{args:?}: {}", stderr(&out));
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {}", stderr_of(&out));
+        assert!(
+            stderr_of(&out).contains(says),
+            "{args:?}: {}",
+            stderr_of(&out)
+        );
     }
     assert!(server.hits().is_empty());
     assert_eq!(m.cargo_args(), None);
@@ -482,7 +479,7 @@ fn the_actions_install_step_takes_the_release_binary_for_a_tag_and_builds_a_bran
     // checkout's version.
     let m = Machine::new();
     let out = action_install_step(&m, &server, checkout.path(), "v1");
-    assert!(out.status.success(), "{}", stderr(&out));
+    assert_exit(&out, 0);
     assert_eq!(run_installed(&installed(&m)), RELEASED);
     assert_eq!(m.cargo_args(), None);
     assert!(server.hits().contains(&mine.path()));
@@ -490,7 +487,7 @@ fn the_actions_install_step_takes_the_release_binary_for_a_tag_and_builds_a_bran
     let before = server.hits().len();
     let m = Machine::new();
     let out = action_install_step(&m, &server, checkout.path(), "main");
-    assert!(out.status.success(), "{}", stderr(&out));
+    assert_exit(&out, 0);
     assert_eq!(run_installed(&installed(&m)), BUILT);
     let args = m.cargo_args().unwrap();
     assert_eq!(
@@ -654,9 +651,6 @@ fn listing(tool: &str, args: &[&str], archive: &[u8], name: &str) -> Vec<String>
     let file = tmp.path().join(name);
     std::fs::write(&file, archive).unwrap();
     let out = Command::new(tool).args(args).arg(&file).output().unwrap();
-    assert!(out.status.success(), "{tool}: {}", stderr(&out));
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(str::to_string)
-        .collect()
+    assert!(out.status.success(), "{tool}: {}", stderr_of(&out));
+    stdout_of(&out).lines().map(str::to_string).collect()
 }

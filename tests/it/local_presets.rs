@@ -7,6 +7,7 @@
 
 use crate::support::fake_provider::{Behavior, FakeProvider, findings_answer};
 use crate::support::review::*;
+use crate::support::{assert_exit, stdout_of};
 use serde_json::{Value, json};
 use std::io::{BufRead, BufReader, Read, Write};
 
@@ -72,13 +73,8 @@ fn plan(review: &Review, provider: &str, model: &str, base: &str) -> String {
         .env_remove("VLLM_API_KEY")
         .output()
         .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
+    assert_exit(&out, 0);
+    stdout_of(&out)
 }
 
 #[test]

@@ -4,6 +4,7 @@
 //! file by its extension at 80 columns, install shell completions.
 
 use crate::support::{Repo, fresh_cache_dir};
+use crate::support::{assert_exit, stderr_of, stdout_of};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -19,11 +20,7 @@ fn run(bin: &Path, dir: &Path, args: &[&str]) -> (i32, String, String) {
         .env("WARDEN_CACHE_DIR", fresh_cache_dir())
         .output()
         .unwrap();
-    (
-        out.status.code().unwrap(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    (out.status.code().unwrap(), stdout_of(&out), stderr_of(&out))
 }
 
 /// The archive `scripts/package` makes around the built binary, unpacked: its folder.
@@ -38,12 +35,8 @@ fn unpacked_release(into: &Path) -> PathBuf {
         .arg(&dist)
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let archive = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    assert_exit(&out, 0);
+    let archive = stdout_of(&out).trim().to_string();
     let unpack = into.join("unpacked");
     std::fs::create_dir(&unpack).unwrap();
     let tar = Command::new("tar")
@@ -136,7 +129,7 @@ fn a_newcomer_goes_from_the_release_archive_to_a_reviewed_branch() {
         .env("WARDEN_CACHE_DIR", fresh_cache_dir())
         .output()
         .unwrap();
-    let plan = String::from_utf8_lossy(&out.stdout);
+    let plan = stdout_of(&out);
     assert!(plan.contains("src/db.rs"), "{plan}");
     assert!(plan.lines().all(|l| l.chars().count() <= 80), "{plan}");
     let sarif = tmp.path().join("warden.sarif");
@@ -149,8 +142,7 @@ fn a_newcomer_goes_from_the_release_archive_to_a_reviewed_branch() {
         .env("WARDEN_CACHE_DIR", fresh_cache_dir())
         .output()
         .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{err}");
+    let err = assert_exit(&out, 1);
     assert!(err.lines().all(|l| l.chars().count() <= 80), "{err}");
     let doc: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&sarif).unwrap()).unwrap();

@@ -83,8 +83,7 @@ fn a_committed_link_at_an_output_path_leaves_its_target_untouched() {
         ],
     );
     let _ = &fake;
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert_exit(&out, 0);
     for v in &victims[..3] {
         assert_eq!(
             std::fs::read_to_string(v).unwrap(),
@@ -138,12 +137,7 @@ fn a_step_summary_that_is_a_link_is_replaced_with_its_content_kept() {
         .env("GITHUB_STEP_SUMMARY", &summary)
         .output()
         .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_exit(&out, 0);
     assert_eq!(std::fs::read_to_string(&victim).unwrap(), "earlier step\n");
     let text = std::fs::read_to_string(&summary).unwrap();
     assert!(
@@ -162,7 +156,7 @@ fn an_output_path_through_a_committed_folder_link_is_refused_before_any_request(
         vec!["--trace", "reports/trace.jsonl"],
     ] {
         let out = review(&r, &cfg, &args);
-        let stderr = String::from_utf8_lossy(&out.stderr);
+        let stderr = stderr_of(&out);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
         assert!(
             stderr.contains("reports") && stderr.contains("symbolic link"),
@@ -175,12 +169,7 @@ fn an_output_path_through_a_committed_folder_link_is_refused_before_any_request(
         .warden(&["plan", "-o", "reports/plan.txt"])
         .output()
         .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(2),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_exit(&out, 2);
     assert_eq!(
         std::fs::read_dir(outside.path()).unwrap().count(),
         0,

@@ -8,6 +8,7 @@ use crate::report_formats::{assert_valid, sarif_schema};
 use crate::support::fake_provider::{Behavior, FakeProvider, findings_answer};
 use crate::support::review::{KEY, Review, route_cfg};
 use crate::support::{Repo, source_lines};
+use crate::support::{stderr_of, stdout_of};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -53,8 +54,8 @@ fn review_everything(
     }
     cmd.env("GITHUB_STEP_SUMMARY", &summary);
     let out = cmd.output().unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    let stdout = stdout_of(&out);
+    let stderr = stderr_of(&out);
     assert!(!stderr.contains("panicked"), "{stderr}");
     let texts = files
         .iter()
@@ -127,10 +128,7 @@ fn repository_names_never_start_a_command_line_in_any_output() {
         .warden(&["plan", "--color", "never"])
         .output()
         .unwrap();
-    let (plan, err) = (
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr),
-    );
+    let (plan, err) = (stdout_of(&out), stderr_of(&out));
     assert_eq!(out.status.code(), Some(0), "{err}");
     assert!(
         plan.contains("binary"),
@@ -155,10 +153,7 @@ fn skill_names_never_start_a_command_line() {
     repo.commit_all("skills");
     for args in [&["skills"][..], &["skills", "--json"][..]] {
         let out = repo.warden(args).output().unwrap();
-        let (stdout, stderr) = (
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr),
-        );
+        let (stdout, stderr) = (stdout_of(&out), stderr_of(&out));
         assert!(!stderr.contains("panicked"), "{stderr}");
         assert!(
             stdout.contains("owned") || stderr.contains("owned"),
@@ -272,7 +267,7 @@ fn run_closed(mut cmd: Command, stdout: bool, stderr: bool) -> (i32, String) {
         Stdio::piped()
     });
     let out = cmd.output().unwrap();
-    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    let err = stderr_of(&out);
     (out.status.code().unwrap_or(-1), err)
 }
 

@@ -4,6 +4,7 @@
 
 use crate::report_formats::{assert_valid, repo_schema, report_schema, sarif_schema};
 use crate::review_e2e::{CANARY, KEY_VAR, Session};
+use crate::support::assert_exit;
 use crate::support::fake_provider::{Behavior, finding, findings_answer};
 use serde_json::{Value, json};
 
@@ -103,8 +104,7 @@ fn an_unwritable_step_summary_fails_before_any_request() {
             .env("GITHUB_STEP_SUMMARY", &summary)
             .output()
             .unwrap();
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{err}");
+        let err = assert_exit(&out, 2);
         assert!(err.contains("GITHUB_STEP_SUMMARY"), "{err}");
         assert_eq!(s.fake.requests().len(), 0, "nothing was sent");
     }
@@ -202,12 +202,7 @@ fn a_partial_reviews_comment_lists_what_was_not_reviewed_and_links_the_head_comm
         .env("GITHUB_HEAD_REF", "feature/x")
         .output()
         .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(3),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_exit(&out, 3);
     let md = std::fs::read_to_string(&md_path).unwrap();
     assert!(md.contains("2 of 3 units NOT reviewed"), "{md}");
     let section = md

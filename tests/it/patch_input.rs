@@ -13,8 +13,7 @@ fn refused(dir: &std::path::Path, patch: &[u8]) -> String {
         .args(["plan", "--diff", "in.diff"])
         .output()
         .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert_eq!(out.status.code(), Some(2), "{err}");
+    let err = assert_exit(&out, 2);
     assert!(!err.contains("panicked"), "{err}");
     err
 }
@@ -592,8 +591,7 @@ fn a_no_prefix_patch_reads_whole_with_strip_zero_as_git_apply_p0() {
     // files its rename lines name. git refuses that; so does warden, naming `-p 0`.
     std::fs::write(r.path().join("in.diff"), &patch).unwrap();
     let out = r.warden(&["plan", "--diff", "in.diff"]).output().unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{err}");
+    let err = assert_exit(&out, 2);
     assert!(err.contains("-p 0") && err.contains("--no-prefix"), "{err}");
     assert!(err.contains("in.diff:"), "names the line: {err}");
     // `-p 2` on an a/b patch strips one directory more, as `git apply -p2`.
@@ -610,8 +608,7 @@ fn a_no_prefix_patch_reads_whole_with_strip_zero_as_git_apply_p0() {
 fn strip_is_for_patches_only() {
     let r = every_kind_staged();
     let out = r.warden(&["plan", "--staged", "-p", "0"]).output().unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = assert_exit(&out, 2);
     assert!(err.contains("--strip") && err.contains("--diff"), "{err}");
 }
 
@@ -665,8 +662,7 @@ fn a_no_prefix_patch_is_read_with_p0_or_names_it() {
         .warden(&["plan", "--json", "--diff", "np.diff"])
         .output()
         .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(0), "{err}");
+    let err = assert_exit(&out, 0);
     let plan: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let mut got = paths(&plan["files"]);
     got.sort();

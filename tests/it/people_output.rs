@@ -7,6 +7,7 @@
 
 use crate::report_formats::fixture;
 use crate::support::Repo;
+use crate::support::{stderr_of, stdout_of};
 use serde_json::Value;
 use warden::engine::BreakerState;
 use warden::render::{self, Layout, markdown, summary_md};
@@ -122,8 +123,8 @@ fn run(repo: &Repo, args: &[&str]) -> (i32, String, String) {
     let out = repo.warden(args).output().unwrap();
     (
         out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
+        stdout_of(&out),
+        stderr_of(&out),
     )
 }
 
@@ -263,7 +264,7 @@ fn the_binary_wraps_its_text_report_to_columns() {
             cmd.env("COLUMNS", c);
         }
         let out = cmd.output().unwrap();
-        String::from_utf8_lossy(&out.stdout).into_owned()
+        stdout_of(&out)
     };
     let narrow = review(Some("80"));
     assert!(narrow.contains("Review complete"), "{narrow}");
@@ -293,11 +294,7 @@ fn progress_plan_and_errors_fit_80_columns() {
     .commit_all("change");
     let run = |args: &[&str]| {
         let out = r.warden(args).env("COLUMNS", "80").output().unwrap();
-        (
-            out.status.code().unwrap(),
-            String::from_utf8_lossy(&out.stdout).into_owned(),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-        )
+        (out.status.code().unwrap(), stdout_of(&out), stderr_of(&out))
     };
     let fits = |what: &str, text: &str| {
         for l in text.lines() {

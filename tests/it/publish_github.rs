@@ -7,6 +7,7 @@
 //! moves one comment to the body.
 
 use crate::support::fake_github::{FakeGithub, NAME, NUMBER, OWNER, TOKEN};
+use crate::support::{assert_exit, stderr_of, stdout_of};
 use assert_cmd::Command;
 use serde_json::{Value, json};
 use std::path::Path;
@@ -129,8 +130,8 @@ fn publish(
         .unwrap();
     (
         out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into(),
-        String::from_utf8_lossy(&out.stderr).into(),
+        stdout_of(&out).into(),
+        stderr_of(&out).into(),
     )
 }
 
@@ -623,8 +624,7 @@ fn review_publish_reviews_then_publishes_and_every_output_says_what_happened() {
         .env("GITHUB_STEP_SUMMARY", &summary)
         .output()
         .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let stderr = assert_exit(&out, 0);
     let report: Value =
         serde_json::from_str(&std::fs::read_to_string(&json_path).unwrap()).unwrap();
     crate::report_formats::repo_schema("report-v1.schema.json")
@@ -641,7 +641,7 @@ fn review_publish_reviews_then_publishes_and_every_output_says_what_happened() {
     assert_eq!(gh.issue_comments().len(), 1, "the sticky summary");
     let step = std::fs::read_to_string(&summary).unwrap();
     assert!(step.contains("publish (github)"), "{step}");
-    assert!(!stderr.contains(TOKEN) && !String::from_utf8_lossy(&out.stdout).contains(TOKEN));
+    assert!(!stderr.contains(TOKEN) && !stdout_of(&out).contains(TOKEN));
     gh.assert_clean();
     // Without a token: exit 2 before any model call, naming the variable.
     let out = repo
@@ -651,8 +651,7 @@ fn review_publish_reviews_then_publishes_and_every_output_says_what_happened() {
         .env_remove("GITHUB_TOKEN")
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = assert_exit(&out, 2);
     assert!(err.contains("no token in GITHUB_TOKEN"), "{err}");
 }
 

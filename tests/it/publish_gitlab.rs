@@ -9,6 +9,7 @@ use crate::publish_github::{
     FAR, FILE, FIND, H1, H2, H4, PATCH1, PATCH2, PATCH4, SLOW, SQL, c, counts, report,
 };
 use crate::support::fake_gitlab::{FakeGitlab, IID, PROJECT, PROJECT_ID, TOKEN};
+use crate::support::{stderr_of, stdout_of};
 use assert_cmd::Command;
 use serde_json::{Value, json};
 use std::path::Path;
@@ -45,8 +46,8 @@ fn publish(gl: &FakeGitlab, dir: &Path, report: &Value, head: &str) -> (i32, Str
         .unwrap();
     (
         out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into(),
-        String::from_utf8_lossy(&out.stderr).into(),
+        stdout_of(&out).into(),
+        stderr_of(&out).into(),
     )
 }
 

@@ -6,6 +6,7 @@
 use crate::support::fake_provider::fake_refusal::Refusal;
 use crate::support::fake_provider::{Behavior, FakeProvider, findings_answer};
 use crate::support::review::*;
+use crate::support::stdout_of;
 use serde_json::json;
 
 const WORDS: &str = "I'm sorry, I can't help with reviewing this code.";
@@ -129,7 +130,7 @@ fn refused_shows_in_text_markdown_and_sarif_outputs() {
         .env("COLUMNS", "200")
         .output()
         .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
+    let text = stdout_of(&out);
     assert_eq!(out.status.code(), Some(3), "{text}");
     assert!(text.contains("refused"), "text: {text}");
     let md = std::fs::read_to_string(md).unwrap();

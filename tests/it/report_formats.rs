@@ -2,6 +2,7 @@
 //! units that were not reviewed), snapshot-tested; JSON validated against the shipped
 //! schema and SARIF against the official SARIF 2.1.0 schema.
 
+use crate::support::stderr_of;
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
@@ -492,8 +493,8 @@ fn a_review_reports_the_limit_and_back_pressure_it_met() {
         "version = 1\n[execution]\nreviewBudget = \"60s\"\n[[skills]]\nname = \"code-review\"\n[[routes]]\nname = \"primary\"\nprovider = \"sim\"\nprofile = \"limited\"\ncapacity = 2\ntimeScale = 60\nmaxConcurrency = \"auto\"\n",
     );
     let out = repo.warden(&["review", "--json", "-q"]).output().unwrap();
-    let json: serde_json::Value = serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+    let json: serde_json::Value =
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", stderr_of(&out)));
     assert_valid(&report_schema(), &json);
     assert_eq!(
         json["summary"]["reviewed"], json["summary"]["units"],

@@ -75,8 +75,8 @@ impl Session {
             .env(KEY_VAR, CANARY)
             .output()
             .unwrap();
-        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        let stdout = stdout_of(&out);
+        let stderr = stderr_of(&out);
         assert!(!stderr.contains("panicked"), "{stderr}");
         assert!(
             !stdout.contains(CANARY) && !stderr.contains(CANARY),
@@ -216,8 +216,7 @@ fn a_missing_key_is_a_config_error_naming_the_variable() {
         .env_remove("WARDEN_NOT_SET_KEY")
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = assert_exit(&out, 2);
     assert!(
         err.contains("WARDEN_NOT_SET_KEY") && err.contains("route `primary`"),
         "{err}"
@@ -230,8 +229,7 @@ fn no_config_explains_how_to_configure_and_how_to_try_the_sim() {
     r.write("a.rs", "fn a() {}\n").commit_all("base");
     r.write("a.rs", "fn a() { b() }\n");
     let out = r.warden(&["review"]).output().unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = assert_exit(&out, 2);
     assert!(
         err.contains("warden review --sim") && err.contains("warden init"),
         "{err}"
@@ -281,12 +279,7 @@ fn sigterm_mid_run_writes_the_report_with_findings_so_far_and_exits_143() {
     // SAFETY: sending a signal to our own child process.
     unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
     let out = child.wait_with_output().unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(143),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_exit(&out, 143);
     let v: Value = serde_json::from_str(&std::fs::read_to_string(&out_file).unwrap()).unwrap();
     assert_valid(&report_schema(), &v);
     assert_eq!(v["interrupted"], true);
@@ -316,13 +309,13 @@ fn a_closed_stdout_exits_quietly() {
         .output()
         .unwrap();
     assert_eq!(out.stdout.len(), 10);
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = stderr_of(&out);
     assert!(
         !err.contains("error") && !err.contains("panicked") && !err.contains("Broken pipe"),
         "{err}"
     );
     // The exit status is warden's own (1: the demo has high findings), not a pipe error.
-    assert_eq!(out.status.code(), Some(1));
+    assert_exit(&out, 1);
 }
 
 #[test]
@@ -403,7 +396,7 @@ fn github_format_annotates_and_appends_the_step_summary() {
         .env("GITHUB_STEP_SUMMARY", &summary)
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(1));
+    assert_exit(&out, 1);
     let gh = String::from_utf8(out.stdout).unwrap();
     assert!(gh.contains("::error file=src/f0.rs,line=11,endLine=11,title=[high] Bad%2C very%3A bad (code-review)::"), "{gh}");
     let md = std::fs::read_to_string(&summary).unwrap();
@@ -600,11 +593,11 @@ fn init_writes_a_starter_that_works_and_refuses_to_overwrite() {
     let r = Repo::new();
     r.write("a.rs", "fn a() {}\n").commit_all("base");
     let out = r.warden(&["init"]).output().unwrap();
-    assert_eq!(out.status.code(), Some(0));
+    assert_exit(&out, 0);
     assert!(r.path().join("warden.toml").is_file());
     let again = r.warden(&["init"]).output().unwrap();
-    assert_eq!(again.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&again.stderr).contains("--force"));
+    assert_exit(&again, 2);
+    assert!(stderr_of(&again).contains("--force"));
     assert_eq!(
         r.warden(&["init", "--force"])
             .output()
@@ -618,8 +611,8 @@ fn init_writes_a_starter_that_works_and_refuses_to_overwrite() {
     r.git(&["commit", "-qm", "config"]);
     r.write("a.rs", "fn a() { let x = y.unwrap(); }\n");
     let out = r.warden(&["review", "--json", "-q"]).output().unwrap();
-    let v: Value = serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+    let v: Value =
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", stderr_of(&out)));
     assert_eq!(v["outcome"], "complete");
     assert!(
         v["findings"]

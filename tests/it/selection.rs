@@ -48,11 +48,7 @@ fn a_branch_is_reviewed_against_its_merge_base_with_main() {
 
 fn run(mut cmd: assert_cmd::Command) -> (i32, String, String) {
     let out = cmd.output().unwrap();
-    (
-        out.status.code().unwrap(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    (out.status.code().unwrap(), stdout_of(&out), stderr_of(&out))
 }
 
 fn assert_target(plan: &serde_json::Value, start: &str) {
@@ -297,11 +293,7 @@ fn a_patch_file_needs_no_repository() {
         .args(["plan", "--json", "--diff", "change.diff"])
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_exit(&out, 0);
     let plan: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(paths(&plan["files"]), ["src/a.rs"]);
     assert_eq!(plan["units"].as_array().unwrap().len(), 2);
@@ -312,7 +304,7 @@ fn a_patch_file_needs_no_repository() {
         .write_stdin(diff)
         .output()
         .unwrap();
-    assert!(out.status.success());
+    assert_exit(&out, 0);
 }
 
 #[test]
@@ -326,11 +318,7 @@ fn dash_c_runs_as_if_started_in_the_directory() {
         .arg(r.path().join("src"))
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_exit(&out, 0);
     let plan: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(
         paths(&plan["files"]),
@@ -341,8 +329,6 @@ fn dash_c_runs_as_if_started_in_the_directory() {
         .args(["plan", "-C", "/definitely/not/here"])
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    assert!(
-        String::from_utf8_lossy(&out.stderr).contains("-C /definitely/not/here: no such directory")
-    );
+    assert_exit(&out, 2);
+    assert!(stderr_of(&out).contains("-C /definitely/not/here: no such directory"));
 }

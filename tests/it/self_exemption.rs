@@ -81,7 +81,7 @@ fn a_marker_the_base_has_too_still_skips_and_the_plan_names_the_rule() {
     );
     // The text plan says it too.
     let out = r.warden(&["plan"]).output().unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
+    let text = stdout_of(&out);
     assert!(text.contains(&format!("rule: {rule}")), "{text}");
 }
 
@@ -197,10 +197,5 @@ fn a_self_exempting_change_is_sent_to_the_model_and_its_finding_fails_the_run() 
         .expect("src/auth.py is a unit");
     assert_eq!(auth["status"], "reviewed", "{auth}");
     assert_eq!(auth["findings"][0]["title"], "shell injection");
-    assert_eq!(
-        out.status.code(),
-        Some(1),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_exit(&out, 1);
 }

@@ -3,6 +3,7 @@
 //! so; `warden simulate` never opens it.
 
 use crate::support::{Repo, fixture, warden};
+use crate::support::{assert_exit, stderr_of};
 use serde_json::Value;
 use std::path::Path;
 
@@ -21,7 +22,7 @@ fn sim_review(dir: &Path, profile: &str) -> (i32, Value, String) {
         .env("WARDEN_CACHE_DIR", dir)
         .output()
         .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    let stderr = stderr_of(&out);
     let report = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {stderr}"));
     (out.status.code().unwrap(), report, stderr)
 }
@@ -86,11 +87,7 @@ fn a_sim_review_neither_reads_nor_writes_the_cache_and_says_so() {
         .env("WARDEN_CACHE_DIR", &dir)
         .output()
         .unwrap();
-    assert!(
-        out.stderr.is_empty(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.stderr.is_empty(), "{}", stderr_of(&out));
 }
 
 #[test]
@@ -115,7 +112,7 @@ fn sim_routes_from_the_config_and_warden_simulate_leave_the_cache_alone() {
             .env("WARDEN_CACHE_DIR", &dir)
             .output()
             .unwrap();
-        let stderr = String::from_utf8_lossy(&out.stderr);
+        let stderr = stderr_of(&out);
         let v: Value =
             serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {stderr}"));
         assert!(v["summary"]["reviewed"].as_u64().unwrap() >= 1, "{stderr}");
@@ -130,12 +127,7 @@ fn sim_routes_from_the_config_and_warden_simulate_leave_the_cache_alone() {
         .env("WARDEN_CACHE_DIR", &dir)
         .output()
         .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_exit(&out, 0);
     assert_eq!(entries(&dir), Vec::<String>::new());
 }
 
@@ -147,7 +139,6 @@ fn the_sim_cache_note_is_only_shown_with_verbose() {
         .arg(fixture("demo.diff"))
         .output()
         .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    let stderr = assert_exit(&out, 1);
     assert!(!stderr.contains("result cache"), "{stderr}");
 }

@@ -57,12 +57,7 @@ fn simulate(repo: &Repo, cfg: &tempfile::TempDir, extra: &[&str]) -> Value {
     let mut args = vec!["simulate", "--json", "-c", config.to_str().unwrap()];
     args.extend_from_slice(extra);
     let out = repo.warden(&args).output().unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_exit(&out, 0);
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
@@ -132,7 +127,7 @@ fn simulate_reports_both_policies_with_every_field() {
         .warden(&["simulate", "--runs", "2", "-c", config.to_str().unwrap()])
         .output()
         .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
+    let text = stdout_of(&out);
     assert!(
         text.contains("ordered") && text.contains("spillover"),
         "{text}"
@@ -181,7 +176,7 @@ fn profiles_come_from_flags_and_traces_and_mistakes_are_usage_errors() {
         full.extend(args.iter().copied());
         let out = repo.warden(&full).output().unwrap();
         assert_eq!(out.status.code(), Some(2), "{full:?}");
-        let err = String::from_utf8_lossy(&out.stderr);
+        let err = stderr_of(&out);
         assert!(err.contains(expect), "{full:?}: {err}");
     }
     // A trace of a real review fits each route's profile.
@@ -288,13 +283,7 @@ fn caps_compare_one_route_s_ceilings_side_by_side() {
         ])
         .output()
         .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let (text, _) = assert_success(&out);
     assert!(text.contains("route `primary` under each cap"), "{text}");
     assert!(
         text.contains("back-pressure") && text.contains("auto (16)"),
@@ -319,7 +308,7 @@ fn bad_caps_are_usage_errors_that_name_the_flag() {
             .warden(&["simulate", "-c", config.to_str().unwrap(), "--caps", caps])
             .output()
             .unwrap();
-        let err = String::from_utf8_lossy(&out.stderr);
+        let err = stderr_of(&out);
         assert_eq!(out.status.code(), Some(2), "{caps}: {err}");
         assert!(
             err.contains("--caps") && err.contains(says),

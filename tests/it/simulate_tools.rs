@@ -63,8 +63,7 @@ fn spillover(repo: &Repo, config: &std::path::Path, runs: &str) -> Value {
         .arg(config)
         .output()
         .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert_exit(&out, 0);
     let p: Value = serde_json::from_slice(&out.stdout).unwrap();
     p["variants"]
         .as_array()

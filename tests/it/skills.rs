@@ -26,11 +26,7 @@ fn repo_skills_are_found_in_every_folder_and_override_built_ins() {
         skill("code-review", "Shadowed by .warden."),
     );
     let out = r.warden(&["skills", "--json"]).output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_exit(&out, 0);
     let list: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(list["schemaVersion"], 1);
     let find = |n: &str| {
@@ -76,8 +72,7 @@ fn skill_flag_selects_and_unknown_skill_is_a_clear_error() {
     let plan = r.plan(&["--skill", "perf", "--skill", "dos-review"]);
     assert_eq!(plan["skills"], serde_json::json!(["perf", "dos-review"]));
     let out = r.warden(&["plan", "--skill", "nope"]).output().unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = assert_exit(&out, 2);
     assert!(
         err.contains("unknown skill `nope`") && err.contains("perf"),
         "{err}"
@@ -103,7 +98,7 @@ fn an_unknown_skill_in_the_config_is_reported_at_its_file_line_and_column() {
         r.config(toml);
         for cmd in [vec!["plan"], vec!["review", "--sim"], vec!["skills"]] {
             let out = r.warden(&cmd).output().unwrap();
-            let err = String::from_utf8_lossy(&out.stderr);
+            let err = stderr_of(&out);
             assert_eq!(out.status.code(), Some(2), "{cmd:?}: {err}");
             assert!(
                 err.starts_with(&format!("error: {}{at}", file.display())),

@@ -207,8 +207,8 @@ fn a_named_pipe_the_model_asks_to_read_is_refused_by_name_and_the_review_ends_in
         .timeout(std::time::Duration::from_secs(40))
         .output()
         .unwrap();
-    let v: Value = serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+    let v: Value =
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", stderr_of(&out)));
     let u = &v["units"][0];
     assert_eq!(u["status"], "reviewed", "{v}");
     assert!(

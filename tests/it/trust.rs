@@ -38,8 +38,8 @@ fn run(repo: &Repo, args: &[&str], env: &[(&str, &str)]) -> (i32, String, String
         cmd.env(k, v);
     }
     let out = cmd.output().unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    let stdout = stdout_of(&out);
+    let stderr = stderr_of(&out);
     assert!(!stderr.contains("panicked"), "{stderr}");
     (out.status.code().unwrap_or(-1), stdout, stderr)
 }

@@ -3,6 +3,7 @@
 
 use crate::report_formats::{assert_valid, sarif_schema};
 use crate::support::Repo;
+use crate::support::{assert_exit, stderr_of, stdout_of};
 use serde_json::Value;
 
 /// A repository whose branch `feat` adds one source file (one chunk: 2 units with the
@@ -25,11 +26,7 @@ fn repo_adding(path: &str) -> Repo {
 
 fn run(r: &Repo, args: &[&str]) -> (i32, String, String) {
     let out = r.warden(args).output().unwrap();
-    (
-        out.status.code().unwrap(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    (out.status.code().unwrap(), stdout_of(&out), stderr_of(&out))
 }
 
 /// `warden review main..feat --sim=healthy -q --format FORMAT`.
@@ -178,8 +175,7 @@ fn a_command_after_options_is_a_usage_error_that_says_where_it_goes() {
         .args(["-C", dir, "plan", "main..feat"])
         .output()
         .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{err}");
+    let err = assert_exit(&out, 2);
     assert!(out.stdout.is_empty());
     assert!(
         err.starts_with("error: `plan` comes after options")
@@ -192,8 +188,8 @@ fn a_command_after_options_is_a_usage_error_that_says_where_it_goes() {
         .args(["-C", dir, "main..feat", "--sim=healthy", "-q"])
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&out.stdout).starts_with("warden review: main..feat"));
+    assert_exit(&out, 1);
+    assert!(stdout_of(&out).starts_with("warden review: main..feat"));
 }
 
 #[test]
