@@ -130,8 +130,8 @@ fn publish(
         .unwrap();
     (
         out.status.code().unwrap_or(-1),
-        stdout_of(&out).into(),
-        stderr_of(&out).into(),
+        stdout_of(&out),
+        stderr_of(&out),
     )
 }
 

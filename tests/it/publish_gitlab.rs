@@ -46,8 +46,8 @@ fn publish(gl: &FakeGitlab, dir: &Path, report: &Value, head: &str) -> (i32, Str
         .unwrap();
     (
         out.status.code().unwrap_or(-1),
-        stdout_of(&out).into(),
-        stderr_of(&out).into(),
+        stdout_of(&out),
+        stderr_of(&out),
     )
 }
 
