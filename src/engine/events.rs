@@ -372,3 +372,50 @@ impl std::fmt::Debug for Sink {
         f.write_str("Sink")
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every consumer of a tee sees the one stamped event (same address, same instant):
+    /// lent, not cloned per consumer, and stamped once.
+    #[test]
+    fn tee_lends_one_stamped_event_to_every_consumer() {
+        let seen: Arc<Mutex<Vec<(usize, Instant)>>> = Arc::default();
+        let (a, b) = (seen.clone(), seen.clone());
+        let sink = Sink::new(move |s| a.lock().unwrap().push((s as *const _ as usize, s.at))).tee(
+            Sink::new(move |s| b.lock().unwrap().push((s as *const _ as usize, s.at))),
+        );
+        sink.emit(Event::BudgetExpired { in_flight: 1 });
+        sink.emit(Event::BudgetExpired { in_flight: 2 });
+        let seen = seen.lock().unwrap();
+        assert_eq!(seen.len(), 4);
+        assert_eq!(seen[0], seen[1], "both consumers borrow the first event");
+        assert_eq!(seen[2], seen[3], "both consumers borrow the second event");
+        assert!(seen[2].1 >= seen[0].1);
+    }
+
+    /// Under a paused clock (`warden simulate`) the stamp is the paused clock's instant,
+    /// whenever the consumer happens to look at a clock.
+    #[tokio::test(start_paused = true)]
+    async fn the_stamp_is_the_paused_clock() {
+        let start = Instant::now();
+        let stamps: Arc<Mutex<Vec<Instant>>> = Arc::default();
+        let s2 = stamps.clone();
+        let sink = Sink::new(move |s| s2.lock().unwrap().push(s.at));
+        tokio::time::advance(Duration::from_secs(7)).await;
+        sink.emit(Event::Tick {
+            elapsed: Duration::from_secs(7),
+        });
+        let (collect, events) = Sink::collect();
+        collect.emit(Event::BudgetExpired { in_flight: 3 });
+        assert_eq!(
+            *stamps.lock().unwrap(),
+            vec![start + Duration::from_secs(7)]
+        );
+        assert!(matches!(
+            events.lock().unwrap()[..],
+            [Event::BudgetExpired { in_flight: 3 }]
+        ));
+    }
+}
