@@ -43,9 +43,9 @@ pub enum FailOn {
 }
 
 /// The severities, as messages list them.
-pub const SEVERITY_NAMES: &str = "critical, high, medium, low, info";
+pub(crate) const SEVERITY_NAMES: &str = "critical, high, medium, low, info";
 /// The confidence levels, as messages list them.
-pub const CONFIDENCE_NAMES: &str = "high, medium, low";
+pub(crate) const CONFIDENCE_NAMES: &str = "high, medium, low";
 
 /// A level that names none of the levels: the word as written, and which list it missed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -56,7 +56,7 @@ impl fmt::Display for Shard {
 
 impl Shard {
     /// How many of a `plan_units`-unit plan's units shard `index` (1-based) of `count` gets.
-    pub fn units_of(index: usize, count: usize, plan_units: usize) -> usize {
+    pub(crate) fn units_of(index: usize, count: usize, plan_units: usize) -> usize {
         if index == 0 || index > count || plan_units < index {
             return 0;
         }
@@ -66,7 +66,7 @@ impl Shard {
     /// Keeps this shard's units of `plan` (positions `index-1`, `index-1+count`, ...),
     /// renumbered in order; files and skipped files stay, so every shard's report says
     /// the same about them. Returns the shard with the whole plan's unit count.
-    pub fn deal(self, plan: &mut Plan) -> Shard {
+    pub(crate) fn deal(self, plan: &mut Plan) -> Shard {
         let plan_units = plan.units.len();
         let units = std::mem::take(&mut plan.units);
         plan.units = units

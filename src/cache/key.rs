@@ -61,7 +61,10 @@ pub struct UnitMaterial<'a> {
 
 /// What a unit's loop adds to its key: the tools offered and every bound that changes what
 /// the model may read (turns, calls, bytes per call and per unit).
-pub fn loop_material(plan: &crate::tools::LoopPlan, b: &crate::config::ToolBounds) -> String {
+pub(crate) fn loop_material(
+    plan: &crate::tools::LoopPlan,
+    b: &crate::config::ToolBounds,
+) -> String {
     let tools: Vec<&str> = plan.tools.iter().map(|t| t.name()).collect();
     serde_json::json!({"tools": tools, "maxTurns": plan.max_turns, "maxToolCalls": b.max_tool_calls,
         "resultBytes": b.result_bytes, "unitBytes": b.unit_bytes})

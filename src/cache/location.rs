@@ -5,7 +5,7 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 
 /// The variable that names the cache directory.
-pub const ENV_DIR: &str = "WARDEN_CACHE_DIR";
+pub(crate) const ENV_DIR: &str = "WARDEN_CACHE_DIR";
 
 /// What decides the directory, gathered so the choice is a pure function.
 #[derive(Debug, Default, Clone)]

@@ -56,7 +56,7 @@ pub struct Request<'a> {
 }
 
 /// Now, in Unix milliseconds.
-pub fn now_ms() -> Millis {
+pub(crate) fn now_ms() -> Millis {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .unwrap_or(Duration::ZERO)
@@ -83,20 +83,20 @@ impl Levels {
 }
 
 /// What a review over simulated routes says instead of opening the cache.
-pub const OFF_FOR_SIMULATED: &str = "result cache: off for simulated routes (the simulator's answers are neither read from it nor written to it)";
+pub(crate) const OFF_FOR_SIMULATED: &str = "result cache: off for simulated routes (the simulator's answers are neither read from it nor written to it)";
 
 /// Whether every route of the review is the built-in simulator (`--sim`, or `provider =
 /// "sim"` routes). Its answers are made up for the run: kept, they would replay as "from
 /// cache" in the next run and hide the profile asked for (`--sim=outage` after a healthy
 /// run would show no outage). Such a review neither reads nor writes the cache.
-pub fn simulated_only(routes: &[Route]) -> bool {
+pub(crate) fn simulated_only(routes: &[Route]) -> bool {
     !routes.is_empty() && routes.iter().all(|r| r.provider == ProviderKind::Sim)
 }
 
 /// `[fleet] cache = true` asks for a shared level: without a Redis server (`[fleet] redis`
 /// or `WARDEN_REDIS_URL`) that is a configuration error, not a silently local cache.
 /// `server_named`: whether the fleet has a server.
-pub fn check_shared(settings: &Settings, server_named: bool) -> Result<(), Error> {
+pub(crate) fn check_shared(settings: &Settings, server_named: bool) -> Result<(), Error> {
     if !settings.fleet.cache || server_named {
         return Ok(());
     }

@@ -121,7 +121,7 @@ impl ReviewCache {
     /// failover would have accepted that route's review too. `routes` are the configured
     /// routes and, per plan unit, the indices of those it may use in order (empty: all);
     /// `loops`, per plan unit, the tool loop it runs as ([`key::loop_material`]).
-    pub async fn lookup(
+    pub(crate) async fn lookup(
         levels: Levels,
         plan: &Plan,
         active: &[ActiveSkill],
@@ -223,7 +223,7 @@ impl ReviewCache {
 
     /// The engine's hook: a unit with a hit ends with the cached result before dispatch,
     /// with no request and no permit (and flows through the events like any other).
-    pub fn answerer(&self) -> Arc<dyn Answerer> {
+    pub(crate) fn answerer(&self) -> Arc<dyn Answerer> {
         Arc::new(Answers(
             self.hits
                 .iter()
@@ -243,7 +243,7 @@ impl ReviewCache {
     }
 
     /// Notes the models' new answers in the review pass's report, for storing.
-    pub fn note_answers(&mut self, plan: &Plan, r: &EngineReport) {
+    pub(crate) fn note_answers(&mut self, plan: &Plan, r: &EngineReport) {
         if !self.levels.any() {
             return;
         }

@@ -17,10 +17,10 @@ use std::time::Duration;
 
 /// The largest stored value the shared level writes or reads (256 KiB). A reviewed unit's
 /// answer is a few KiB; anything larger stays local, and a larger value read back is a miss.
-pub const MAX_VALUE_BYTES: usize = 256 * 1024;
+pub(crate) const MAX_VALUE_BYTES: usize = 256 * 1024;
 
 /// Keys asked or written per round trip, so one call stays small and inside its bound.
-pub const BATCH: usize = 200;
+pub(crate) const BATCH: usize = 200;
 
 /// Why the shared level gave no answer; the cache then turns the level off for the run.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -60,7 +60,7 @@ pub trait SharedStore: Send + Sync {
 
 /// A sealed value as the shared level holds it: the checksum's 64 hex digits, a newline,
 /// then the value's bytes (the same encoding and checksum as the local level).
-pub fn seal(answer: &Answer) -> Vec<u8> {
+pub(crate) fn seal(answer: &Answer) -> Vec<u8> {
     let blob = Blob::seal(answer.to_bytes());
     let mut out = Vec::with_capacity(blob.checksum.len() + 1 + blob.value.len());
     out.extend_from_slice(blob.checksum.as_bytes());
@@ -71,7 +71,7 @@ pub fn seal(answer: &Answer) -> Vec<u8> {
 
 /// The answer in a sealed value; None for anything else (too large, no checksum, a
 /// mismatch, not an answer of this format).
-pub fn unseal(bytes: &[u8]) -> Option<Answer> {
+pub(crate) fn unseal(bytes: &[u8]) -> Option<Answer> {
     if bytes.len() > MAX_VALUE_BYTES {
         return None;
     }

@@ -17,13 +17,13 @@ pub struct Blob {
 
 impl Blob {
     /// Seals `value` with its checksum.
-    pub fn seal(value: Vec<u8>) -> Blob {
+    pub(crate) fn seal(value: Vec<u8>) -> Blob {
         let checksum = hex(&Sha256::digest(&value));
         Blob { value, checksum }
     }
 
     /// Whether the bytes still match their checksum.
-    pub fn intact(&self) -> bool {
+    pub(crate) fn intact(&self) -> bool {
         hex(&Sha256::digest(&self.value)) == self.checksum
     }
 }

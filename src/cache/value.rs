@@ -63,7 +63,7 @@ pub enum StoredVerdict {
 
 impl StoredVerdict {
     /// Only completed verdicts are kept: `unverified` means "ask again next time".
-    pub fn from_verdict(v: Verdict) -> Option<StoredVerdict> {
+    pub(crate) fn from_verdict(v: Verdict) -> Option<StoredVerdict> {
         match v {
             Verdict::Confirmed => Some(StoredVerdict::Confirmed),
             Verdict::Rejected => Some(StoredVerdict::Rejected),
@@ -114,7 +114,7 @@ impl Answer {
     }
 
     /// The answer as stored bytes (JSON).
-    pub fn to_bytes(&self) -> Vec<u8> {
+    pub(crate) fn to_bytes(&self) -> Vec<u8> {
         serde_json::to_vec(self).expect("answers serialize")
     }
 
@@ -132,7 +132,7 @@ impl Answer {
 
     /// The findings re-anchored to a chunk that now spans `start..=end`. None if any of
     /// them would fall outside it or does not decode (then the value is not trusted).
-    pub fn findings_at(&self, start: u32, end: u32) -> Option<Vec<ModelFinding>> {
+    pub(crate) fn findings_at(&self, start: u32, end: u32) -> Option<Vec<ModelFinding>> {
         let span = end.checked_sub(start)?;
         self.findings
             .iter()

@@ -19,7 +19,7 @@ pub(super) struct Ctx<'a> {
 }
 
 impl Ctx<'_> {
-    pub fn err_at(&self, offset: usize, message: impl Into<String>) -> Error {
+    pub(crate) fn err_at(&self, offset: usize, message: impl Into<String>) -> Error {
         let (line, column) = line_col(self.src, offset);
         Error::Config {
             path: self.path.to_path_buf(),

@@ -108,7 +108,7 @@ impl Guidance {
     }
 
     /// The pieces that reach `path`, and their text as one block (empty: none).
-    pub fn for_path(&self, path: &str) -> (Vec<String>, String) {
+    pub(crate) fn for_path(&self, path: &str) -> (Vec<String>, String) {
         let mut names = Vec::new();
         let mut text = String::new();
         for d in self.docs.iter().filter(|d| !d.text.is_empty()) {

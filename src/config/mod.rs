@@ -52,7 +52,7 @@ pub const EXAMPLE: &str = include_str!("../../warden.toml.example");
 
 /// Whether `lines` (a new file's whole text, line by line) are exactly what `warden init`
 /// writes, unedited: warden's own text, with nothing of the change in it.
-pub fn is_init_output(lines: &[&str]) -> bool {
+pub(crate) fn is_init_output(lines: &[&str]) -> bool {
     [STARTER, EXAMPLE]
         .iter()
         .any(|text| text.lines().eq(lines.iter().copied()))
@@ -60,7 +60,7 @@ pub fn is_init_output(lines: &[&str]) -> bool {
 
 /// The longest duration any setting or flag accepts. Budgets beyond a week mean a typo,
 /// and far-future deadlines are where clock arithmetic overflows.
-pub const MAX_DURATION: Duration = Duration::from_secs(7 * 24 * 60 * 60);
+pub(crate) const MAX_DURATION: Duration = Duration::from_secs(7 * 24 * 60 * 60);
 
 /// A duration a setting or flag cannot take: a fragment for the caller to prefix with the
 /// key or flag.
@@ -176,10 +176,10 @@ pub fn load(explicit: Option<&Path>, discovery_root: Option<&Path>) -> Result<Se
 
 /// The largest `warden.toml` warden reads (docs/design.md §13): a config is a page of
 /// settings; past this it is an attack or a mistake, refused before it is read.
-pub const MAX_CONFIG_BYTES: u64 = 1024 * 1024;
+pub(crate) const MAX_CONFIG_BYTES: u64 = 1024 * 1024;
 
 /// The message for a config of `size` bytes, over [`MAX_CONFIG_BYTES`].
-pub fn config_too_big(size: u64) -> String {
+pub(crate) fn config_too_big(size: u64) -> String {
     format!(
         "is {size} bytes, over the {} MiB cap for a config file: a config is a page of settings; shorten it",
         MAX_CONFIG_BYTES / (1024 * 1024)
@@ -200,7 +200,7 @@ fn read_capped(path: &Path) -> Result<Vec<u8>> {
 
 /// Where the files a config names (a route's `caCert`) are read from when their path is
 /// relative: beside the config, on disk or in the commit the config was read from.
-pub enum Beside<'a> {
+pub(crate) enum Beside<'a> {
     /// The filesystem, relative to this directory.
     Dir(PathBuf),
     /// A commit: `read` gives a repository path's bytes (None when absent), `dir` is the
@@ -217,13 +217,13 @@ pub enum Beside<'a> {
 
 /// Parses and validates config text; `path` is used in messages, and relative paths in
 /// it are read beside it on disk.
-pub fn parse_str(src: &str, path: &Path) -> Result<Settings> {
+pub(crate) fn parse_str(src: &str, path: &Path) -> Result<Settings> {
     let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
     parse_str_beside(src, path, &Beside::Dir(dir))
 }
 
 /// As [`parse_str`], with the files the config names read from `beside`.
-pub fn parse_str_beside(src: &str, path: &Path, beside: &Beside) -> Result<Settings> {
+pub(crate) fn parse_str_beside(src: &str, path: &Path, beside: &Beside) -> Result<Settings> {
     let ctx = Ctx { path, src, beside };
     let to_err = |e: toml::de::Error| {
         let offset = e.span().map(|s| s.start).unwrap_or(0);
@@ -245,7 +245,7 @@ pub fn parse_str_beside(src: &str, path: &Path, beside: &Beside) -> Result<Setti
 
 /// Warnings of one kind shown before the rest are counted in one line (docs/design.md §13):
 /// 200,000 unknown keys are ten lines and a count, not 200,000 lines.
-pub const MAX_WARNINGS_PER_KIND: usize = 10;
+pub(crate) const MAX_WARNINGS_PER_KIND: usize = 10;
 
 /// One warning per ignored key name (each name once), at most [`MAX_WARNINGS_PER_KIND`]
 /// of each kind (unknown keys, Warden-only keys), then a line with how many more. Unknown

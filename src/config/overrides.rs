@@ -58,7 +58,7 @@ impl Settings {
 
     /// Routes and budgets of the embedded simulator setup: a `profile` primary and a
     /// `healthy` fallback, played [`SIM_SCALE`] times faster, with budgets scaled to match.
-    pub fn use_sim(&mut self, profile: &str) -> Result<()> {
+    pub(crate) fn use_sim(&mut self, profile: &str) -> Result<()> {
         if !super::SIM_PROFILES.contains(&profile) {
             return Err(Error::Usage(format!(
                 "--sim={profile}: unknown profile: expected one of {}",

@@ -22,7 +22,7 @@ pub struct Thresholds {
 
 impl Thresholds {
     /// The lowest severity shown: a finding that fails the run is always shown.
-    pub fn shown_from(&self) -> Severity {
+    pub(crate) fn shown_from(&self) -> Severity {
         match self.fail_on {
             FailOn::At(f) => f.min(self.report_on),
             FailOn::Off => self.report_on,
@@ -42,7 +42,7 @@ impl FailOn {
 
 impl Settings {
     /// The defaults every skill starts from.
-    pub fn default_thresholds(&self) -> Thresholds {
+    pub(crate) fn default_thresholds(&self) -> Thresholds {
         Thresholds {
             fail_on: self.fail_on,
             report_on: self.report_on,

@@ -6,7 +6,7 @@
 use super::raw::RawPublish;
 
 /// Threads resolved per run at most by default.
-pub const DEFAULT_MAX_RESOLVE: usize = 50;
+pub(crate) const DEFAULT_MAX_RESOLVE: usize = 50;
 
 /// What becomes of warden's threads whose finding is gone.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

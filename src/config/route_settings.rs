@@ -95,7 +95,7 @@ pub struct FromServer {
 /// The output cap of a local preset when `maxTokens` is not written: an answer a CPU
 /// generates in well under a minute, and a findings object fits (the bounded schema
 /// ends it sooner).
-pub const LOCAL_MAX_TOKENS: u32 = 1024;
+pub(crate) const LOCAL_MAX_TOKENS: u32 = 1024;
 
 /// `structuredOutput` (docs/design.md §14).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -110,7 +110,8 @@ pub enum StructuredOutput {
 }
 
 /// The values of `reasoningEffort` (OpenAI's, family-dependent).
-pub const REASONING_EFFORTS: &[&str] = &["none", "minimal", "low", "medium", "high", "xhigh"];
+pub(crate) const REASONING_EFFORTS: &[&str] =
+    &["none", "minimal", "low", "medium", "high", "xhigh"];
 
 /// A route's prices, USD per million tokens.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
@@ -136,7 +137,7 @@ impl Prices {
 
     /// The cost with the input split: `fresh` at the input price, `cached` read and
     /// `written` to the cache at their own prices; reasoning tokens are in `output`.
-    pub fn cost_split(&self, fresh: u64, cached: u64, written: u64, output: u64) -> f64 {
+    pub(crate) fn cost_split(&self, fresh: u64, cached: u64, written: u64, output: u64) -> f64 {
         let read = self.cached_input.unwrap_or(self.input);
         let write = self.cache_write.unwrap_or(self.input);
         (fresh as f64 * self.input
@@ -204,14 +205,14 @@ impl Default for SimOptions {
 
 /// `maxConcurrency = "auto"`: the ceiling the effective limit adapts under (docs/design.md
 /// section 13).
-pub const AUTO_CONCURRENCY: usize = 16;
+pub(crate) const AUTO_CONCURRENCY: usize = 16;
 
 /// The largest `maxConcurrency` written as a number: more attempts in flight than any
 /// provider account serves at once, and a bound on what one route's bulkhead holds.
-pub const MAX_CONCURRENCY: usize = 1024;
+pub(crate) const MAX_CONCURRENCY: usize = 1024;
 
 /// The answer's token cap when a route names none.
-pub const DEFAULT_MAX_TOKENS: u32 = 4096;
+pub(crate) const DEFAULT_MAX_TOKENS: u32 = 4096;
 
 impl Route {
     /// The most a cut answer's retry asks for (docs/design.md §14): `maxTokensCeiling`, else
@@ -310,7 +311,7 @@ impl ProviderKind {
 
     /// A server the user runs (docs/design.md §15): OpenAI wire, no key needed on loopback,
     /// slots and window read from the server, a bounded findings schema.
-    pub fn is_local(self) -> bool {
+    pub(crate) fn is_local(self) -> bool {
         matches!(
             self,
             ProviderKind::LlamaCpp | ProviderKind::Ollama | ProviderKind::Vllm
@@ -318,7 +319,7 @@ impl ProviderKind {
     }
 
     /// The conventional key variable, used when a route names none.
-    pub fn default_key_env(self) -> Option<&'static str> {
+    pub(crate) fn default_key_env(self) -> Option<&'static str> {
         match self {
             ProviderKind::OpenAi => Some("OPENAI_API_KEY"),
             ProviderKind::OpenRouter => Some("OPENROUTER_API_KEY"),

@@ -96,7 +96,7 @@ pub(super) fn resolve(r: &RawRoute, ctx: &Ctx, route: &mut Route) -> Result<(), 
 }
 
 /// The smallest `contextWindow` taken: below it no prompt warden writes fits.
-pub const MIN_CONTEXT_WINDOW: u32 = 1024;
+pub(crate) const MIN_CONTEXT_WINDOW: u32 = 1024;
 
 /// `params`: a TOML table, as JSON, without the keys warden builds.
 fn params(

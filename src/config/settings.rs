@@ -152,12 +152,12 @@ impl RedisUrl {
     }
 
     /// The URL as written, password included: only for connecting.
-    pub fn expose(&self) -> &str {
+    pub(crate) fn expose(&self) -> &str {
         &self.0
     }
 
     /// Whether the URL carries a password (or a user name).
-    pub fn has_credentials(&self) -> bool {
+    pub(crate) fn has_credentials(&self) -> bool {
         reqwest::Url::parse(&self.0)
             .is_ok_and(|u| u.password().is_some() || !u.username().is_empty())
     }
@@ -346,7 +346,7 @@ pub struct InlineSkill {
 
 /// `[execution] maxBounces` when unset: a unit's answers of back-pressure before it ends
 /// `unavailable` (docs/design.md section 13 gives 8).
-pub const DEFAULT_MAX_BOUNCES: u32 = 8;
+pub(crate) const DEFAULT_MAX_BOUNCES: u32 = 8;
 
 /// `[execution]` (docs/design.md section 4).
 #[derive(Debug, Clone, Copy, PartialEq)]

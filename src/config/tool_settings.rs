@@ -9,9 +9,9 @@ pub const BUILT_IN_MAX_TURNS: u32 = 4;
 /// `maxToolCalls` when unset: tool calls per unit.
 pub const DEFAULT_MAX_TOOL_CALLS: u32 = 24;
 /// `toolResultBytes` when unset: one call's result.
-pub const DEFAULT_TOOL_RESULT_BYTES: usize = 32 * 1024;
+pub(crate) const DEFAULT_TOOL_RESULT_BYTES: usize = 32 * 1024;
 /// `toolBytesPerUnit` when unset: every result of one unit together.
-pub const DEFAULT_TOOL_BYTES_PER_UNIT: usize = 256 * 1024;
+pub(crate) const DEFAULT_TOOL_BYTES_PER_UNIT: usize = 256 * 1024;
 
 /// Which skills run as a tool loop.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -9,7 +9,7 @@ use std::net::IpAddr;
 
 /// Whether `url`'s host is a loopback address: 127.0.0.0/8, ::1, or `localhost` in any
 /// case, with or without a trailing dot (docs/design.md §13's list, nothing more).
-pub fn is_loopback(url: &Url) -> bool {
+pub(crate) fn is_loopback(url: &Url) -> bool {
     let Some(host) = url.host_str() else {
         return false;
     };
@@ -22,7 +22,7 @@ pub fn is_loopback(url: &Url) -> bool {
 }
 
 /// [`is_loopback`] on text: a URL that does not parse is not local.
-pub fn is_loopback_str(url: &str) -> bool {
+pub(crate) fn is_loopback_str(url: &str) -> bool {
     Url::parse(url.trim()).is_ok_and(|u| is_loopback(&u))
 }
 

@@ -44,10 +44,10 @@ pub struct ModelFinding {
 /// How many findings one answer may contribute unless `[execution]
 /// maxFindingsPerAnswer` says otherwise (docs/design.md §13, "Bounds"): a provider answering
 /// 100,000 findings costs what 100 do.
-pub const DEFAULT_MAX_FINDINGS_PER_ANSWER: usize = 100;
+pub(crate) const DEFAULT_MAX_FINDINGS_PER_ANSWER: usize = 100;
 
 /// How many dropped entries one answer names; the rest are counted.
-pub const MAX_NAMED_DROPS: usize = 20;
+pub(crate) const MAX_NAMED_DROPS: usize = 20;
 
 /// An entry of the answer's list that did not become a finding, named for people.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -86,7 +86,7 @@ pub struct Extracted {
 
 impl Extracted {
     /// Entries dropped, of either kind.
-    pub fn dropped_count(&self) -> usize {
+    pub(crate) fn dropped_count(&self) -> usize {
         self.dropped_out_of_range + self.dropped_invalid + self.dropped_other_file
     }
 }
@@ -125,7 +125,7 @@ pub fn extract(answer: &str, start: u32, end: u32) -> Result<Extracted, NoFindin
 /// entry is checked and dropped or kept until `cap` are kept, and every later entry is
 /// read to its end and counted in `over_cap`. Time is linear in the answer and memory is
 /// the kept findings plus one entry.
-pub fn extract_capped(
+pub(crate) fn extract_capped(
     answer: &str,
     start: u32,
     end: u32,
@@ -137,7 +137,7 @@ pub fn extract_capped(
 /// [`extract_capped`] for a unit of the file `path`: an entry that names another file
 /// (`file`, `path`, `filename`, `filePath`, `file_path`) is dropped and counted in
 /// [`Extracted::dropped_other_file`], never read as a finding of this file.
-pub fn extract_for(
+pub(crate) fn extract_for(
     answer: &str,
     path: &str,
     (start, end): (u32, u32),
@@ -148,7 +148,7 @@ pub fn extract_for(
 
 /// [`extract_capped`], and the bytes the pass stepped over (the counting tests hold this
 /// to the answer's length).
-pub fn extract_counted(
+pub(crate) fn extract_counted(
     answer: &str,
     start: u32,
     end: u32,

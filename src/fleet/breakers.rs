@@ -32,7 +32,7 @@ static RECORD: LazyLock<redis::Script> =
 /// How long an auth or invalid-model failure keeps the upstream forced open for the
 /// fleet (a run's "for the rest of the run", for runs that start later: a fixed key or
 /// model takes effect after this).
-pub const FORCED_FOR: Duration = Duration::from_secs(15 * 60);
+pub(crate) const FORCED_FOR: Duration = Duration::from_secs(15 * 60);
 
 /// While another process holds the probe leases, how soon this one asks again.
 pub const PROBE_RECHECK: Duration = Duration::from_millis(500);

@@ -22,7 +22,7 @@ static RENEW: LazyLock<redis::Script> =
     LazyLock::new(|| redis::Script::new(include_str!("lua/permit_renew.lua")));
 
 /// How often a process waiting for a fleet permit asks again (plus up to as much jitter).
-pub const POLL: Duration = Duration::from_millis(50);
+pub(crate) const POLL: Duration = Duration::from_millis(50);
 
 /// A route's fleet cap, by route index.
 pub struct FleetCap {

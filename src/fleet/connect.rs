@@ -11,7 +11,7 @@ use redis::aio::MultiplexedConnection;
 use std::time::Duration;
 
 /// The variable that names the fleet's Redis, password included if needed.
-pub const URL_ENV: &str = "WARDEN_REDIS_URL";
+pub(crate) const URL_ENV: &str = "WARDEN_REDIS_URL";
 
 /// The server to connect to, and how keys are named there.
 #[derive(Clone)]

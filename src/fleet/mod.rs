@@ -31,15 +31,15 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 /// The longest any one Redis call may take before the fleet is given up for the run.
-pub const CALL_TIMEOUT: Duration = Duration::from_millis(250);
+pub(crate) const CALL_TIMEOUT: Duration = Duration::from_millis(250);
 
 /// The longest connecting (TCP, TLS, AUTH, HELLO) may take.
-pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(1);
+pub(crate) const CONNECT_TIMEOUT: Duration = Duration::from_secs(1);
 
 /// The most a reply to [`Fleet::call`] may be (see [`Fleet::call_sized`]): the breaker and
 /// permit scripts answer a few numbers and a state, a pipeline of writes a status each, and an
 /// error is a line.
-pub const SMALL_REPLY_BYTES: u64 = 16 * 1024;
+pub(crate) const SMALL_REPLY_BYTES: u64 = 16 * 1024;
 
 /// Where the fleet's one warning goes (stderr in the command; a list in tests).
 pub type Warn = Arc<dyn Fn(&str) + Send + Sync>;
@@ -235,7 +235,7 @@ impl Fleet {
     }
 
     /// One command whose reply is at most `reply_bytes` (see [`Fleet::call_sized`]).
-    pub async fn query_sized<T: redis::FromRedisValue + Send>(
+    pub(crate) async fn query_sized<T: redis::FromRedisValue + Send>(
         &self,
         what: &str,
         reply_bytes: u64,
@@ -253,7 +253,7 @@ impl Fleet {
     }
 
     /// `[fleet] cache`: whether the result cache should use Redis as its second level.
-    pub fn cache_enabled(&self) -> bool {
+    pub(crate) fn cache_enabled(&self) -> bool {
         self.0.cache
     }
 
@@ -263,7 +263,7 @@ impl Fleet {
     }
 
     /// The fleet's bound on one call.
-    pub fn call_timeout(&self) -> Duration {
+    pub(crate) fn call_timeout(&self) -> Duration {
         self.0.call_timeout
     }
 

@@ -54,7 +54,7 @@ static PUBLISH: LazyLock<redis::Script> =
     LazyLock::new(|| redis::Script::new(include_str!("lua/pace_publish.lua")));
 
 /// How long a process's load report counts without a new one: as long as a total holds.
-pub const LOAD_TTL: Duration = SHARE_TTL;
+pub(crate) const LOAD_TTL: Duration = SHARE_TTL;
 
 /// The most members whose loads are summed (a larger fleet's total is then too low, which
 /// is slower, not more back-pressure), and the most one member's load counts for.
@@ -63,7 +63,7 @@ const MOST_LOAD: usize = 1024;
 
 /// Lowerings of the fleet total this close together are one round of back-pressure (one
 /// overshoot answered 429 to several attempts, in several processes, is one signal).
-pub const ROUND: Duration = Duration::from_secs(1);
+pub(crate) const ROUND: Duration = Duration::from_secs(1);
 
 /// An upstream's keys.
 #[derive(Clone)]

@@ -27,15 +27,15 @@ static RENEW: LazyLock<redis::Script> =
 
 /// How long a fleet total lowered by back-pressure holds the fleet: long enough for the
 /// processes to meet it, short enough that a provider that recovered is used again.
-pub const SHARE_TTL: Duration = Duration::from_secs(10);
+pub(crate) const SHARE_TTL: Duration = Duration::from_secs(10);
 
 /// How long a lease lives without renewal (renewed every third of it): short, since a
 /// lease a dead process leaves holds part of a total that may be 1 or 2.
-pub const LEASE: Duration = Duration::from_secs(3);
+pub(crate) const LEASE: Duration = Duration::from_secs(3);
 
 /// How often a process waiting for a lease asks again (plus up to as much jitter, so the
 /// fleet's waiters do not ask together).
-pub const POLL: Duration = Duration::from_millis(50);
+pub(crate) const POLL: Duration = Duration::from_millis(50);
 
 /// Where an upstream's leases and total live.
 #[derive(Clone)]
@@ -47,9 +47,9 @@ pub(crate) struct LeaseKeys {
 }
 
 /// The largest total (a larger one is no cap at all: 64 processes at the largest cap).
-pub const MOST_TOTAL: usize = 1024;
+pub(crate) const MOST_TOTAL: usize = 1024;
 /// The most the wait before a probe above the total doubles to.
-pub const MOST_PROBE_WAIT: u32 = 16;
+pub(crate) const MOST_PROBE_WAIT: u32 = 16;
 
 /// What one try at a lease found.
 #[derive(Debug, PartialEq)]

@@ -49,7 +49,7 @@ fn check_cap(answer: &str, start: u32, end: u32, whole: &Extracted) {
 }
 
 /// The most entries a flood built from one input has.
-pub const FLOOD_MAX: usize = 20_000;
+pub(crate) const FLOOD_MAX: usize = 20_000;
 
 /// Extracts findings from `data` for several chunk ranges (the widest, narrow ones, an
 /// inverted one and one derived from the input) and checks each result; then the same

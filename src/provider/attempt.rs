@@ -51,7 +51,7 @@ pub enum Stage {
 
 impl Outcome {
     /// May the engine make a further attempt after this outcome (rule 5)?
-    pub fn retryable(self) -> bool {
+    pub(crate) fn retryable(self) -> bool {
         matches!(
             self,
             Outcome::Timeout | Outcome::Unavailable | Outcome::RateLimited
@@ -59,12 +59,12 @@ impl Outcome {
     }
 
     /// Does this outcome count against a route's breaker (rule 8)?
-    pub fn is_breaker_failure(self) -> bool {
+    pub(crate) fn is_breaker_failure(self) -> bool {
         matches!(self, Outcome::Timeout | Outcome::Unavailable)
     }
 
     /// A non-retryable failure (auth, invalid model, quota, rejected request, bad answer).
-    pub fn is_failure(self) -> bool {
+    pub(crate) fn is_failure(self) -> bool {
         matches!(
             self,
             Outcome::Auth
@@ -78,12 +78,12 @@ impl Outcome {
     /// An outcome that says nothing about the route's health: the breakers take no
     /// verdict from it (a cancel is nobody's fault; a refusal is the model's answer to
     /// this prompt, not an outage).
-    pub fn no_verdict(self) -> bool {
+    pub(crate) fn no_verdict(self) -> bool {
         matches!(self, Outcome::Cancelled | Outcome::Refused)
     }
 
     /// Does this outcome force the route open for the rest of the run (rule 8)?
-    pub fn forces_open(self) -> bool {
+    pub(crate) fn forces_open(self) -> bool {
         matches!(self, Outcome::Auth | Outcome::InvalidModel)
     }
 

@@ -14,7 +14,7 @@ pub(crate) const MESSAGE_CHARS: usize = 2000;
 
 /// A failed attempt, before it is stamped into a record.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Failure {
+pub(crate) struct Failure {
     /// How the attempt ended.
     pub outcome: Outcome,
     /// Which clock ended a timeout.
@@ -65,7 +65,7 @@ impl Failure {
 }
 
 /// Classifies a non-2xx response from its status, headers and (capped) body.
-pub fn classify_status(status: u16, headers: &HeaderMap, body: &[u8]) -> Failure {
+pub(crate) fn classify_status(status: u16, headers: &HeaderMap, body: &[u8]) -> Failure {
     let text = String::from_utf8_lossy(body).to_lowercase();
     let detail = error_message(body);
     let has = |needle: &str| text.contains(needle);
@@ -221,7 +221,7 @@ fn clamped_secs(secs: f64) -> Option<Duration> {
 /// `{"error": "..."}` (Ollama), a gateway's own `{"message"}` or `{"detail"}`, else the
 /// text of a plain or HTML body (its `<title>`). Provider text is data: it is only shown
 /// (redacted, cut, escaped by every output), never acted on.
-pub fn error_message(body: &[u8]) -> Option<String> {
+pub(crate) fn error_message(body: &[u8]) -> Option<String> {
     let Ok(v) = serde_json::from_slice::<Value>(body) else {
         return plain_message(body);
     };

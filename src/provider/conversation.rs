@@ -104,7 +104,7 @@ pub enum FinishReason {
 
 impl FinishReason {
     /// The reason as either protocol spells it.
-    pub fn from_wire(s: &str) -> FinishReason {
+    pub(crate) fn from_wire(s: &str) -> FinishReason {
         match s {
             "stop" | "end_turn" | "stop_sequence" => FinishReason::Stop,
             "length" | "max_tokens" => FinishReason::Length,
@@ -114,13 +114,13 @@ impl FinishReason {
     }
 
     /// Whether the output cap cut the answer.
-    pub fn is_cut(&self) -> bool {
+    pub(crate) fn is_cut(&self) -> bool {
         *self == FinishReason::Length
     }
 
     /// Whether the provider says the model refused (Anthropic `refusal`, OpenAI's and
     /// Azure's `content_filter`), docs/design.md §15.
-    pub fn is_refusal(&self) -> bool {
+    pub(crate) fn is_refusal(&self) -> bool {
         matches!(self, FinishReason::Other(s) if s == "refusal" || s == "content_filter")
     }
 }
@@ -131,7 +131,7 @@ pub const SUBMIT_FINDINGS: &str = "submit_findings";
 
 /// The longest call id every protocol takes (OpenAI refuses a `tool_calls[].id` over
 /// 40 characters; Anthropic takes longer ones).
-pub const MAX_ID_CHARS: usize = 40;
+pub(crate) const MAX_ID_CHARS: usize = 40;
 
 /// Gives each of this turn's `calls` an id unique within the transcript (`turns` before
 /// it) and valid on every protocol (docs/design.md §15), whatever the provider sent: none,

@@ -27,7 +27,7 @@ const ASK_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Reads what the server of every local route says, and applies it (see the module's
 /// doc). Returns one line per local route for people (`warden plan`, `-v`).
-pub async fn discover_all(routes: &mut [Route]) -> Vec<String> {
+pub(crate) async fn discover_all(routes: &mut [Route]) -> Vec<String> {
     let mut notes = Vec::new();
     for route in routes.iter_mut().filter(|r| r.provider.is_local()) {
         // Nothing left open (both written): the server is not asked.

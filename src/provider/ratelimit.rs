@@ -21,11 +21,11 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// A reset further away than this is not a per-minute (or per-few-minutes) window warden
 /// can pace by: OpenAI documents resets like `6m0s`; an hour is a lie or a daily quota.
-pub const MAX_RESET: Duration = Duration::from_secs(10 * 60);
+pub(crate) const MAX_RESET: Duration = Duration::from_secs(10 * 60);
 
 /// No provider counts a trillion requests or tokens per window; larger counts are taken
 /// as garbage (and keep every sum the engine makes of them far from `u64::MAX`).
-pub const MAX_COUNT: u64 = 1_000_000_000_000;
+pub(crate) const MAX_COUNT: u64 = 1_000_000_000_000;
 
 /// An unqualified `x-ratelimit-reset` below this (2001-09-09 in epoch seconds) is a
 /// number of seconds from now, as some gateways write it.
@@ -71,7 +71,7 @@ enum ResetKind {
 /// OpenRouter resets are instants on the server's clock: measured against the server's
 /// Date, a server clock off by an hour still paces by the seconds it means (the Date's
 /// whole seconds err on the side of a longer wait, by under one).
-pub fn answer_time(headers: &HeaderMap, arrived: SystemTime) -> SystemTime {
+pub(crate) fn answer_time(headers: &HeaderMap, arrived: SystemTime) -> SystemTime {
     headers
         .get(reqwest::header::DATE)
         .and_then(|v| v.to_str().ok())
@@ -273,7 +273,7 @@ fn count_any(v: &str) -> Option<u64> {
 /// A Go duration (`1h2m3.5s`, `6m0s`, `20ms`, `0.5s`, `1us`); a bare number is seconds.
 /// Signs, empty parts and unknown units are garbage (`None`); a duration too long to
 /// represent is `Duration::MAX`.
-pub fn go_duration(s: &str) -> Option<Duration> {
+pub(crate) fn go_duration(s: &str) -> Option<Duration> {
     if s.is_empty() || s.len() > MAX_VALUE_CHARS {
         return None;
     }

@@ -150,7 +150,7 @@ impl fmt::Display for ApiKey {
 }
 
 /// The default endpoint of each HTTP provider.
-pub fn default_base_url(kind: ProviderKind) -> &'static str {
+pub(crate) fn default_base_url(kind: ProviderKind) -> &'static str {
     match kind {
         ProviderKind::OpenAi => "https://api.openai.com/v1",
         ProviderKind::OpenRouter => "https://openrouter.ai/api/v1",

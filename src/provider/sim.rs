@@ -153,7 +153,7 @@ pub enum Draw {
 
 impl Draw {
     /// The draw with its latency `factor` times longer (a `saturating` route under load).
-    pub fn slowed(self, factor: f64) -> Draw {
+    pub(crate) fn slowed(self, factor: f64) -> Draw {
         match self {
             Draw::Answer { minutes } => Draw::Answer {
                 minutes: minutes * factor,
@@ -193,7 +193,7 @@ impl Draw {
 
 /// Chooses the draw for a call, given the request and how many times this prompt was
 /// seen before (1 for the first attempt).
-pub type DrawFn = dyn Fn(&AttemptRequest, u64) -> Draw + Send + Sync;
+pub(crate) type DrawFn = dyn Fn(&AttemptRequest, u64) -> Draw + Send + Sync;
 
 /// The simulator as a route: latency and faults from a profile (or exact draws), findings from heuristics, answers through the same extraction as real models.
 pub struct SimProvider {
@@ -217,7 +217,7 @@ impl SimProvider {
 
     /// A sim route that plays `profile` instead of the route's named one (`warden
     /// simulate` with `--profile` or a profile fitted from a trace).
-    pub fn with_profile(route: &Route, profile: Profile) -> Self {
+    pub(crate) fn with_profile(route: &Route, profile: Profile) -> Self {
         SimProvider {
             profile,
             route: route.clone(),

@@ -13,7 +13,7 @@ use std::fmt;
 
 /// One item of the stream.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum SseItem {
+pub(crate) enum SseItem {
     /// An event: its `event:` name (if any) and its `data:` lines joined with `\n`.
     Event {
         /// The `event:` name, if the event had one.
@@ -45,7 +45,7 @@ impl Default for SseCaps {
 
 /// Why the reader stopped: a cap was passed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SseError {
+pub(crate) enum SseError {
     /// A line passed its cap without a line end.
     LineTooLong {
         /// The cap, bytes.
@@ -123,7 +123,7 @@ impl SseReader {
     /// Feeds bytes and appends the items they complete to `out`. Past a cap it returns
     /// the error (after the items completed before it) and every later call returns it
     /// again.
-    pub fn feed(&mut self, bytes: &[u8], out: &mut Vec<SseItem>) -> Result<(), SseError> {
+    pub(crate) fn feed(&mut self, bytes: &[u8], out: &mut Vec<SseItem>) -> Result<(), SseError> {
         if let Some(e) = self.failed {
             return Err(e);
         }
@@ -160,7 +160,7 @@ impl SseReader {
 
     /// Whether bytes of an unfinished line or event are pending (the fuzz invariants
     /// compare it across splits of the same input).
-    pub fn has_partial(&self) -> bool {
+    pub(crate) fn has_partial(&self) -> bool {
         !self.line.is_empty() || self.has_data || self.event.is_some()
     }
 

@@ -28,7 +28,7 @@ impl Forge {
     }
 
     /// The variable the token is read from when `[publish] tokenEnv` says none.
-    pub fn default_token_env(self) -> &'static str {
+    pub(crate) fn default_token_env(self) -> &'static str {
         match self {
             Forge::Github => "GITHUB_TOKEN",
             Forge::Gitlab => "GITLAB_TOKEN",

@@ -5,7 +5,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 /// New-side line → its text, per hunk-covered line of one file.
-pub type FileLines = BTreeMap<u32, String>;
+pub(crate) type FileLines = BTreeMap<u32, String>;
 
 /// The lines of every file of a pull request's diff.
 #[derive(Debug, Clone, Default)]
@@ -30,7 +30,7 @@ impl DiffLines {
     }
 
     /// Adds `path`'s patch text (unified hunks as the forge gives them).
-    pub fn add_patch(&mut self, path: &str, patch: &str) {
+    pub(crate) fn add_patch(&mut self, path: &str, patch: &str) {
         self.files.insert(path.to_string(), parse(patch));
     }
 }

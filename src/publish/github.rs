@@ -178,7 +178,7 @@ impl<'a> Github<'a> {
 
     /// Whether GitHub takes these comments' positions: a pending review holding them is
     /// created, then deleted (a pending review is visible to nobody but its author).
-    pub async fn positions_ok(
+    pub(crate) async fn positions_ok(
         &mut self,
         head: &str,
         comments: &[ReviewComment],
@@ -209,7 +209,7 @@ impl<'a> Github<'a> {
     }
 
     /// Edits the sticky summary, or posts it.
-    pub async fn upsert_sticky(
+    pub(crate) async fn upsert_sticky(
         &mut self,
         existing: Option<u64>,
         body: &str,

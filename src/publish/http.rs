@@ -283,7 +283,7 @@ fn epoch_to_instant(secs: u64) -> Instant {
 }
 
 /// The `rel="next"` address of a `Link` header.
-pub fn next_link(link: &str) -> Option<String> {
+pub(crate) fn next_link(link: &str) -> Option<String> {
     link.split(',').find_map(|part| {
         let (url, rest) = part.trim().split_once(';')?;
         rest.contains("rel=\"next\"").then(|| {

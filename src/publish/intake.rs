@@ -11,9 +11,9 @@ use std::path::Path;
 use std::sync::OnceLock;
 
 /// The largest report read (a 300-finding report with its units is a few MiB).
-pub const MAX_REPORT_BYTES: u64 = 32 << 20;
+pub(crate) const MAX_REPORT_BYTES: u64 = 32 << 20;
 /// Findings accepted in one report.
-pub const MAX_FINDINGS: usize = 5_000;
+pub(crate) const MAX_FINDINGS: usize = 5_000;
 
 const SCHEMA: &str = include_str!("../../schemas/report-v1.schema.json");
 
@@ -103,7 +103,7 @@ pub fn parse(bytes: &[u8]) -> Result<Report, Refused> {
 }
 
 /// The report must be of the event's repository and head; its links become the event's.
-pub fn check_against(report: &mut Report, ctx: &Context) -> Result<(), Refused> {
+pub(crate) fn check_against(report: &mut Report, ctx: &Context) -> Result<(), Refused> {
     let vcs = report.vcs.as_ref().ok_or(Refused::NoVcs)?;
     let revision = vcs.revision.as_deref().unwrap_or("").to_ascii_lowercase();
     if revision != ctx.head {

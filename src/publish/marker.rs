@@ -8,11 +8,11 @@
 use crate::text::fnv1a;
 
 /// How every finding marker starts.
-pub const FINDING: &str = "<!-- warden:finding:v1 ";
+pub(crate) const FINDING: &str = "<!-- warden:finding:v1 ";
 /// The marker of the sticky summary (the Markdown report's own).
 pub use crate::render::markdown::MARKER as STICKY;
 /// Where the sticky summary lists the findings posted in review bodies.
-pub const BODY_LIST: &str = "<!-- warden:body-findings";
+pub(crate) const BODY_LIST: &str = "<!-- warden:body-findings";
 
 /// A finding's identity as a marker holds it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -59,7 +59,7 @@ impl Marker {
     }
 
     /// `id=… skill=… anchor=…` (the inside of a marker, or one row of the body list).
-    pub fn parse_fields(s: &str) -> Option<Marker> {
+    pub(crate) fn parse_fields(s: &str) -> Option<Marker> {
         let mut id = None;
         let mut skill = None;
         let mut anchor = None;
@@ -115,7 +115,7 @@ pub fn anchor(text: &str) -> String {
 }
 
 /// The rows of the body list in a sticky summary: (marker, path hash).
-pub fn body_list(body: &str) -> Vec<(Marker, String)> {
+pub(crate) fn body_list(body: &str) -> Vec<(Marker, String)> {
     let Some(start) = body.find(BODY_LIST) else {
         return Vec::new();
     };
@@ -132,7 +132,7 @@ pub fn body_list(body: &str) -> Vec<(Marker, String)> {
 }
 
 /// The hash a body-list row stores for `path`.
-pub fn path_hash(path: &str) -> String {
+pub(crate) fn path_hash(path: &str) -> String {
     format!("{:016x}", fnv1a(&[path]))
 }
 

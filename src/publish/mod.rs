@@ -10,7 +10,7 @@ pub mod diff_lines;
 pub mod github;
 pub mod gitlab;
 pub mod http;
-pub mod intake;
+pub(crate) mod intake;
 pub mod marker;
 pub mod plan;
 pub mod render;

@@ -116,7 +116,7 @@ pub fn line_text<'a>(f: &'a Finding, diff: &'a DiffLines) -> Option<&'a str> {
 }
 
 /// The marker of a finding.
-pub fn marker_of(f: &Finding, diff: &DiffLines) -> Marker {
+pub(crate) fn marker_of(f: &Finding, diff: &DiffLines) -> Marker {
     Marker::new(&f.id, &f.skill, line_text(f, diff))
 }
 

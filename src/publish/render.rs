@@ -11,7 +11,7 @@ use crate::text::escape::{md_code, md_inline};
 use std::fmt::Write;
 
 /// GitHub's limit for one comment or review body, in characters.
-pub const LIMIT: usize = markdown::COMMENT_LIMIT;
+pub(crate) const LIMIT: usize = markdown::COMMENT_LIMIT;
 /// Rows of the sticky summary's body list kept (the newest).
 const MAX_BODY_ROWS: usize = 300;
 const TITLE_CHARS: usize = 300;
@@ -131,7 +131,7 @@ fn encode_path(p: &str) -> String {
 
 /// The review body: the outcome from the report's counts (never "clean" when units were
 /// not reviewed, naming those), and the new findings no diff line can hold.
-pub fn review_body(
+pub(crate) fn review_body(
     r: &Report,
     head: &str,
     web: Option<&str>,

@@ -10,7 +10,7 @@ use serde::Serialize;
 use std::time::Duration;
 
 /// The most caps one `--caps` compares (each is a full simulation).
-pub const MAX_CAPS: usize = 16;
+pub(crate) const MAX_CAPS: usize = 16;
 
 /// One ceiling to try.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -2,7 +2,7 @@
 
 /// The fields warden reads from a skill's front matter, and the body after it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Parsed {
+pub(crate) struct Parsed {
     pub name: Option<String>,
     pub description: String,
     pub allowed_tools: Vec<String>,
@@ -12,7 +12,7 @@ pub struct Parsed {
 /// Why a skill file's front matter cannot be read; the message goes into
 /// [`crate::Error::Skill`] after the file's name. Lines are the file's.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum FrontMatterError {
+pub(crate) enum FrontMatterError {
     /// No opening `---` line.
     #[error(
         "no front matter: the file must start with a `---` line, then `name:` and `description:` lines, then `---`, then the prompt"

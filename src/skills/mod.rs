@@ -13,10 +13,10 @@ use crate::error::{Error, Result};
 use std::path::{Path, PathBuf};
 
 /// Repository folders searched for skills, highest precedence first.
-pub const SKILL_DIRS: &[&str] = &[".warden/skills", ".agents/skills", ".claude/skills"];
+pub(crate) const SKILL_DIRS: &[&str] = &[".warden/skills", ".agents/skills", ".claude/skills"];
 
 /// Skills run when the config has no `[[skills]]` and no `--skill` is given.
-pub const DEFAULT_SKILLS: &[&str] = &["code-review", "security-review"];
+pub(crate) const DEFAULT_SKILLS: &[&str] = &["code-review", "security-review"];
 
 const BUILT_IN: &[(&str, &str)] = &[
     (
@@ -106,7 +106,7 @@ pub fn discover(root: Option<&Path>) -> Result<Catalog> {
 
 /// Finds skills in `files` (None: built-ins only) and the built-ins. A skill is
 /// `DIR/NAME/SKILL.md` or `DIR/NAME.md` in one of [`SKILL_DIRS`].
-pub fn discover_from(files: Option<&dyn SkillFiles>) -> Result<Catalog> {
+pub(crate) fn discover_from(files: Option<&dyn SkillFiles>) -> Result<Catalog> {
     let mut catalog = Catalog::default();
     if let Some(files) = files {
         for dir in SKILL_DIRS {
@@ -169,7 +169,7 @@ pub fn select(
 /// entries, else the skills of the `[[triggers]]` that react to `event` (Warden's
 /// earlier layout; locally every trigger), else the defaults. Each comes with its
 /// settings and its resolved thresholds.
-pub fn select_for(
+pub(crate) fn select_for(
     catalog: &Catalog,
     settings: &Settings,
     requested: &[String],
@@ -245,7 +245,7 @@ fn unknown(catalog: &Catalog, config: &SkillConfig) -> Error {
 
 /// Adds the skills defined in the config (`[[skills]] prompt = …`) to `catalog`; they
 /// come first, so they win over a skill file of the same name.
-pub fn add_inline(catalog: &mut Catalog, settings: &Settings) {
+pub(crate) fn add_inline(catalog: &mut Catalog, settings: &Settings) {
     let file = settings
         .config_path
         .as_ref()
@@ -273,7 +273,7 @@ pub fn add_inline(catalog: &mut Catalog, settings: &Settings) {
 
 impl ActiveSkill {
     /// Whether this skill reviews `path` (its `paths` and `ignorePaths`).
-    pub fn applies_to(&self, path: &Path) -> bool {
+    pub(crate) fn applies_to(&self, path: &Path) -> bool {
         use crate::path_rules::Verdict;
         if let Some(paths) = &self.config.paths
             && !matches!(paths.verdict(path), Verdict::Matched(_))
@@ -284,7 +284,7 @@ impl ActiveSkill {
     }
 
     /// Whether the skill has explicit `paths` that match (a relevance signal).
-    pub fn paths_hit(&self, path: &Path) -> bool {
+    pub(crate) fn paths_hit(&self, path: &Path) -> bool {
         use crate::path_rules::Verdict;
         self.config
             .paths
