@@ -3,6 +3,7 @@
 //! of "no routes are configured" next to a file that is right there.
 
 use crate::support::Repo;
+use crate::support::Toml;
 use crate::support::{stderr_of, stdout_of};
 
 fn run(mut cmd: assert_cmd::Command) -> (i32, String, String) {
@@ -82,7 +83,9 @@ fn in_ci_the_pull_request_adding_the_config_exits_2_saying_so() {
     let cfg = outside.path().join("org.toml");
     std::fs::write(
         &cfg,
-        "version = 1\n[[routes]]\nname = \"sim\"\nprovider = \"sim\"\nprofile = \"healthy\"\n",
+        Toml::new()
+            .route("sim", "sim", &[("profile", "healthy")])
+            .build(),
     )
     .unwrap();
     let mut cmd = r.warden(&["review", "-c", cfg.to_str().unwrap()]);

@@ -2,6 +2,7 @@
 //! provider, with a cache directory the test owns. Requests are counted at the fake.
 
 use crate::report_formats::{assert_valid, report_schema};
+use crate::support::Toml;
 use crate::support::fake_provider::{
     Behavior, FakeProvider, finding, findings_answer, real_bug_and_false_alarm,
 };
@@ -39,16 +40,15 @@ impl Setup {
         let base = self.fake.base_url();
         std::fs::write(
             self.config_path(),
-            format!(
-                r#"version = 1
-{extra}
-[execution]
-reviewBudget = "20s"
-hunkBudget = "8s"
-requestTimeout = "4s"
-{}"#,
-                fake_routes(&base, KEY_VAR, 2)
-            ),
+            Toml::new()
+                .raw(&format!("{extra}\n"))
+                .exec(&[
+                    ("reviewBudget", "20s"),
+                    ("hunkBudget", "8s"),
+                    ("requestTimeout", "4s"),
+                ])
+                .fake_routes(&base, KEY_VAR, 2)
+                .build(),
         )
         .unwrap();
     }

@@ -3,9 +3,10 @@
 //! references chosen, misses the others, adds false positives at chosen lines), so every
 //! figure is asserted exactly.
 
+use crate::support::Toml;
 use crate::support::fake_provider::{Behavior, FakeProvider};
 use crate::support::oracle::{Oracle, case_folder};
-use crate::support::{Repo, fake_routes, warden};
+use crate::support::{Repo, warden};
 use crate::support::{assert_exit, stderr_of, stdout_of};
 use serde_json::Value;
 use std::path::Path;
@@ -23,11 +24,10 @@ impl Bench {
         oracle.install(&fake);
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(dir.path().join("cases")).unwrap();
-        let mut toml = format!(
-            "version = 1\n{}",
-            fake_routes(&fake.base_url(), "EVAL_TEST_KEY", 4)
-        );
-        toml.push_str("[execution]\nmaxAttempts = 1\n");
+        let toml = Toml::new()
+            .fake_routes(&fake.base_url(), "EVAL_TEST_KEY", 4)
+            .exec(&[("maxAttempts", "1")])
+            .build();
         std::fs::write(dir.path().join("eval.toml"), toml).unwrap();
         Bench { fake, dir }
     }
@@ -556,10 +556,9 @@ fn from_history_reviews_each_fix_reversed_and_leaves_out_merges_reverts_and_whit
     let cfg = tempfile::tempdir().unwrap();
     std::fs::write(
         cfg.path().join("eval.toml"),
-        format!(
-            "version = 1\n{}",
-            fake_routes(&fake.base_url(), "EVAL_TEST_KEY", 4)
-        ),
+        Toml::new()
+            .fake_routes(&fake.base_url(), "EVAL_TEST_KEY", 4)
+            .build(),
     )
     .unwrap();
     let out = warden()

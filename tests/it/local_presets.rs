@@ -5,6 +5,7 @@
 //! send the bounded findings schema and ask for usage; no key is needed on loopback.
 //! The real llama.cpp server is in `local_models.rs`.
 
+use crate::support::Toml;
 use crate::support::fake_provider::{Behavior, FakeProvider, findings_answer};
 use crate::support::review::*;
 use crate::support::{assert_exit, stdout_of};
@@ -133,10 +134,24 @@ fn a_server_that_takes_no_tools_makes_the_route_single_shot_with_one_warning() {
     let review = Review::new(3);
     std::fs::write(
         review.config_path(),
-        format!(
-            "version = 1\n[execution]\nreviewBudget = \"10m\"\nhunkBudget = \"60s\"\nrequestTimeout = \"5s\"\ntools = true\n[[routes]]\nname = \"local\"\nprovider = \"ollama\"\nmodel = \"gemma2:2b\"\nbaseUrl = \"{}\"\nmaxConcurrency = 1\ncontextWindow = 32768\n",
-            fake.base_url()
-        ),
+        Toml::new()
+            .exec(&[
+                ("reviewBudget", "10m"),
+                ("hunkBudget", "60s"),
+                ("requestTimeout", "5s"),
+                ("tools", "true"),
+            ])
+            .route(
+                "local",
+                "ollama",
+                &[
+                    ("model", "gemma2:2b"),
+                    ("baseUrl", &fake.base_url()),
+                    ("maxConcurrency", "1"),
+                    ("contextWindow", "32768"),
+                ],
+            )
+            .build(),
     )
     .unwrap();
     let (code, v, stderr, _) = review.json(&["--fail-on", "off"]);

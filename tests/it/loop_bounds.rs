@@ -4,6 +4,7 @@
 //! real APIs, honours (`fake_wire::honour_tool_choice`).
 
 use crate::cache::{KEY_VAR, Setup};
+use crate::support::Toml;
 use crate::support::fake_provider::Behavior;
 use crate::support::fake_tools::call;
 use crate::support::*;
@@ -13,10 +14,16 @@ use serde_json::{Value, json};
 fn config(s: &Setup, execution: &str) {
     std::fs::write(
         s.config_path(),
-        format!(
-            "version = 1\n[defaults]\nmaxTurns = 4\n[execution]\nreviewBudget = \"30s\"\nhunkBudget = \"20s\"\nrequestTimeout = \"3s\"\n{execution}\n{}",
-            fake_routes(&s.fake.base_url(), KEY_VAR, 2)
-        ),
+        Toml::new()
+            .section("defaults", &[("maxTurns", "4")])
+            .exec(&[
+                ("reviewBudget", "30s"),
+                ("hunkBudget", "20s"),
+                ("requestTimeout", "3s"),
+            ])
+            .raw(&format!("{execution}\n"))
+            .fake_routes(&s.fake.base_url(), KEY_VAR, 2)
+            .build(),
     )
     .unwrap();
 }

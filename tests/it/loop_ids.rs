@@ -6,6 +6,7 @@
 //! (`fake_wire.rs`).
 
 use crate::cache::Setup;
+use crate::support::Toml;
 use crate::support::fake_provider::Behavior;
 use crate::support::fake_tools::{call, submit};
 use crate::support::fake_wire::CallIds;
@@ -49,10 +50,15 @@ fn two_turns_then_failover(ids: CallIds) {
     // Room for four turns: a tool turn starts only when it and the final one fit.
     std::fs::write(
         s.config_path(),
-        format!(
-            "version = 1\n[defaults]\nmaxTurns = 4\n[execution]\nreviewBudget = \"30s\"\nhunkBudget = \"20s\"\nrequestTimeout = \"3s\"\n{}",
-            fake_routes(&s.fake.base_url(), crate::cache::KEY_VAR, 2)
-        ),
+        Toml::new()
+            .section("defaults", &[("maxTurns", "4")])
+            .exec(&[
+                ("reviewBudget", "30s"),
+                ("hunkBudget", "20s"),
+                ("requestTimeout", "3s"),
+            ])
+            .fake_routes(&s.fake.base_url(), crate::cache::KEY_VAR, 2)
+            .build(),
     )
     .unwrap();
     s.fake.call_ids(ids);

@@ -3,6 +3,7 @@
 //! `--trace` path is replaced by the report and the file it points to is untouched; a
 //! path through a committed folder link is refused (exit 2) before any request.
 
+use crate::support::Toml;
 use crate::support::fake_provider::{Behavior, FakeProvider, findings_answer};
 use crate::support::*;
 use std::path::Path;
@@ -26,10 +27,10 @@ fn checkout_with_links(links: &[(&str, &Path)]) -> (Repo, tempfile::TempDir, Fak
     let cfg = tempfile::tempdir().unwrap();
     std::fs::write(
         cfg.path().join("warden.toml"),
-        format!(
-            "version = 1\n[execution]\nreviewBudget = \"20s\"\n{}",
-            fake_routes(&fake.base_url(), KEY_VAR, 2)
-        ),
+        Toml::new()
+            .exec(&[("reviewBudget", "20s")])
+            .fake_routes(&fake.base_url(), KEY_VAR, 2)
+            .build(),
     )
     .unwrap();
     (r, cfg, fake)

@@ -2,6 +2,7 @@
 //! units that were not reviewed), snapshot-tested; JSON validated against the shipped
 //! schema and SARIF against the official SARIF 2.1.0 schema.
 
+use crate::support::Toml;
 use crate::support::stderr_of;
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -490,7 +491,20 @@ fn each_route_s_limit_and_back_pressure_are_in_json_and_text() {
 fn a_review_reports_the_limit_and_back_pressure_it_met() {
     let repo = crate::support::repo_with_grown_files(24, "l", 30);
     repo.config(
-        "version = 1\n[execution]\nreviewBudget = \"60s\"\n[[skills]]\nname = \"code-review\"\n[[routes]]\nname = \"primary\"\nprovider = \"sim\"\nprofile = \"limited\"\ncapacity = 2\ntimeScale = 60\nmaxConcurrency = \"auto\"\n",
+        &Toml::new()
+            .exec(&[("reviewBudget", "60s")])
+            .raw("[[skills]]\nname = \"code-review\"\n")
+            .route(
+                "primary",
+                "sim",
+                &[
+                    ("profile", "limited"),
+                    ("capacity", "2"),
+                    ("timeScale", "60"),
+                    ("maxConcurrency", "auto"),
+                ],
+            )
+            .build(),
     );
     let out = repo.warden(&["review", "--json", "-q"]).output().unwrap();
     let json: serde_json::Value =

@@ -2,6 +2,7 @@
 //! provider over loopback, and against the built-in simulator.
 
 use crate::report_formats::{assert_valid, report_schema, sarif_schema};
+use crate::support::Toml;
 use crate::support::fake_provider::{
     Behavior, FakeProvider, finding, findings_answer, real_bug_and_false_alarm,
 };
@@ -47,14 +48,13 @@ impl Session {
             exec.retain(|(e, _)| e != k);
             exec.push((k, v));
         }
-        let exec: String = exec
-            .iter()
-            .map(|(k, v)| format!("{k} = \"{v}\"\n"))
-            .collect();
-        self.write_config(&format!(
-            "version = 1\n[execution]\n{exec}\n{}",
-            fake_routes(&base, KEY_VAR, 1)
-        ));
+        self.write_config(
+            &Toml::new()
+                .exec(&exec)
+                .raw("\n")
+                .fake_routes(&base, KEY_VAR, 1)
+                .build(),
+        );
     }
 
     pub(crate) fn write_config(&self, text: &str) {

@@ -3,6 +3,7 @@
 //! the base can: a marker the base version has too, a build root at the top or one the
 //! base's `.gitignore` names. `warden plan` says which rule skipped each file.
 
+use crate::support::Toml;
 use crate::support::fake_provider::{Behavior, FakeProvider, finding, findings_answer};
 use crate::support::*;
 use serde_json::Value;
@@ -178,10 +179,12 @@ fn a_self_exempting_change_is_sent_to_the_model_and_its_finding_fails_the_run() 
         finding(4, "critical", "shell injection")
     ]))));
     let r = marker_added("# @generated");
-    r.config(&format!(
-        "version = 1\n[execution]\nreviewBudget = \"20s\"\n{}",
-        fake_routes(&fake.base_url(), "WARDEN_SELF_EXEMPT_KEY", 2)
-    ));
+    r.config(
+        &Toml::new()
+            .exec(&[("reviewBudget", "20s")])
+            .fake_routes(&fake.base_url(), "WARDEN_SELF_EXEMPT_KEY", 2)
+            .build(),
+    );
     let out = r
         .warden(&["review", "--json", "--skill", "code-review"])
         .env("WARDEN_SELF_EXEMPT_KEY", "sk-self-exempt-0123456789")

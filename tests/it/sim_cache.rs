@@ -2,6 +2,7 @@
 //! provider neither reads nor writes it (its answers are made up for the run), and says
 //! so; `warden simulate` never opens it.
 
+use crate::support::Toml;
 use crate::support::{Repo, fixture, warden};
 use crate::support::{assert_exit, stderr_of};
 use serde_json::Value;
@@ -99,10 +100,12 @@ fn sim_routes_from_the_config_and_warden_simulate_leave_the_cache_alone() {
         "fn q(id: &str) { run(\"SELECT * FROM t WHERE id=\" + id).unwrap(); }\n",
     );
     r.git(&["add", "-A"]);
+    let sim = [("profile", "healthy"), ("timeScale", "60")];
     r.config(
-        "version = 1\n\
-         [[routes]]\nname = \"demo\"\nprovider = \"sim\"\nprofile = \"healthy\"\ntimeScale = 60\n\
-         [[routes]]\nname = \"demo-2\"\nprovider = \"sim\"\nprofile = \"healthy\"\ntimeScale = 60\n",
+        &Toml::new()
+            .route("demo", "sim", &sim)
+            .route("demo-2", "sim", &sim)
+            .build(),
     );
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("cache");

@@ -22,6 +22,8 @@ pub mod resp;
 pub mod review;
 pub mod scripted;
 pub mod tls_ca;
+pub mod toml_text;
+pub use toml_text::Toml;
 
 use assert_cmd::Command;
 use serde_json::Value;
