@@ -3,6 +3,7 @@
 //! one that serves 5 a second and says so in its headers are reviewed whole, with few
 //! answers of 429; back-pressure uses no attempt; exhausted quota still fails.
 
+use crate::support::Toml;
 use crate::support::fake_provider::{Behavior, FakeProvider, findings_answer};
 use crate::support::*;
 use serde_json::{Value, json};
@@ -29,23 +30,20 @@ fn session(
     let cfg = tempfile::tempdir().unwrap();
     std::fs::write(
         cfg.path().join("warden.toml"),
-        format!(
-            r#"version = 1
-[execution]
-reviewBudget = "{budget}"
-maxAttempts = 1
-[[skills]]
-name = "code-review"
-[[routes]]
-name = "primary"
-provider = "openai"
-model = "m"
-baseUrl = "{}"
-apiKeyEnv = "{KEY_VAR}"
-maxConcurrency = {cap}
-"#,
-            fake.base_url()
-        ),
+        Toml::new()
+            .exec(&[("reviewBudget", budget), ("maxAttempts", "1")])
+            .raw("[[skills]]\nname = \"code-review\"\n")
+            .route(
+                "primary",
+                "openai",
+                &[
+                    ("model", "m"),
+                    ("baseUrl", &fake.base_url()),
+                    ("apiKeyEnv", KEY_VAR),
+                    ("maxConcurrency", cap),
+                ],
+            )
+            .build(),
     )
     .unwrap();
     (repo, cfg)

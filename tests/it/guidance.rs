@@ -3,6 +3,7 @@
 //! pull request that rewrites REVIEW.md does not steer its own review), capped, and named
 //! by `warden plan`.
 
+use crate::support::Toml;
 use crate::support::fake_provider::{Behavior, FakeProvider, findings_answer};
 use crate::support::*;
 use serde_json::{Value, json};
@@ -10,31 +11,30 @@ use serde_json::{Value, json};
 const KEY_VAR: &str = "WARDEN_GUIDANCE_KEY";
 
 fn config(fake: &FakeProvider) -> String {
-    format!(
-        r#"version = 1
-[execution]
-reviewBudget = "10s"
-hunkBudget = "5s"
-requestTimeout = "3s"
-tools = false
-[[skills]]
-name = "code-review"
-[[routes]]
-name = "primary"
-provider = "openai"
-model = "m"
-baseUrl = "{}"
-apiKeyEnv = "{KEY_VAR}"
-maxConcurrency = 2
-[[instructions]]
-paths = ["src/db/**"]
-text = "DB-NOTE: every query takes bound parameters."
-[[instructions]]
-paths = ["src/**"]
-file = "docs/style.md"
-"#,
-        fake.base_url()
-    )
+    Toml::new()
+        .exec(&[
+            ("reviewBudget", "10s"),
+            ("hunkBudget", "5s"),
+            ("requestTimeout", "3s"),
+            ("tools", "false"),
+        ])
+        .raw("[[skills]]\nname = \"code-review\"\n")
+        .route(
+            "primary",
+            "openai",
+            &[
+                ("model", "m"),
+                ("baseUrl", &fake.base_url()),
+                ("apiKeyEnv", KEY_VAR),
+                ("maxConcurrency", "2"),
+            ],
+        )
+        .raw(concat!(
+            "[[instructions]]\npaths = [\"src/db/**\"]\n",
+            "text = \"DB-NOTE: every query takes bound parameters.\"\n",
+            "[[instructions]]\npaths = [\"src/**\"]\nfile = \"docs/style.md\"\n",
+        ))
+        .build()
 }
 
 fn run(repo: &Repo, args: &[&str]) -> (i32, String, String) {

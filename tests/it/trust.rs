@@ -3,6 +3,7 @@
 //! come from the base side of the change.
 
 use crate::report_formats::{assert_valid, report_schema};
+use crate::support::Toml;
 use crate::support::fake_provider::{Behavior, FakeProvider, findings_answer};
 use crate::support::*;
 use serde_json::{Value, json};
@@ -12,22 +13,23 @@ const KEY: &str = "sk-trust-canary-8d41";
 
 /// A route config pointing at `fake`, with short budgets.
 fn route_config(fake: &FakeProvider, model: &str) -> String {
-    format!(
-        r#"version = 1
-[execution]
-reviewBudget = "10s"
-hunkBudget = "5s"
-requestTimeout = "3s"
-[[routes]]
-name = "primary"
-provider = "openai"
-model = "{model}"
-baseUrl = "{}"
-apiKeyEnv = "{KEY_VAR}"
-maxConcurrency = 2
-"#,
-        fake.base_url()
-    )
+    Toml::new()
+        .exec(&[
+            ("reviewBudget", "10s"),
+            ("hunkBudget", "5s"),
+            ("requestTimeout", "3s"),
+        ])
+        .route(
+            "primary",
+            "openai",
+            &[
+                ("model", &format!("\"{model}\"")),
+                ("baseUrl", &fake.base_url()),
+                ("apiKeyEnv", KEY_VAR),
+                ("maxConcurrency", "2"),
+            ],
+        )
+        .build()
 }
 
 /// `warden ARGS` in `repo` with the key set; (exit code, stdout, stderr).
