@@ -15,12 +15,12 @@ const YIELD_EVERY: usize = 256 * 1024;
 
 /// What reading the body gave.
 pub(crate) struct Read {
-    pub bytes: u64,
+    pub(crate) bytes: u64,
     /// The first token of any kind (reasoning included).
-    pub ttft: Option<std::time::Duration>,
+    pub(crate) ttft: Option<std::time::Duration>,
     /// The first token of the answer itself (text or a tool call).
-    pub first_content: Option<std::time::Duration>,
-    pub result: Result<Answer, Failure>,
+    pub(crate) first_content: Option<std::time::Duration>,
+    pub(crate) result: Result<Answer, Failure>,
 }
 
 /// Reads the body: as an event stream when `events`, else as one JSON document.

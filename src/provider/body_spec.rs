@@ -9,13 +9,13 @@ use crate::prompt::Prompt;
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct BodySpec<'a> {
     /// The model asked for.
-    pub model: &'a str,
+    pub(crate) model: &'a str,
     /// The two messages (the shared system block first).
-    pub prompt: &'a Prompt,
+    pub(crate) prompt: &'a Prompt,
     /// Tools and the transcript after the prompt; `None` is a single-shot review.
-    pub conversation: Option<&'a Conversation>,
+    pub(crate) conversation: Option<&'a Conversation>,
     /// Server-sent events.
-    pub stream: bool,
+    pub(crate) stream: bool,
     /// The output cap of this attempt (the route's `maxTokens` unless the engine set one).
-    pub max_tokens: u32,
+    pub(crate) max_tokens: u32,
 }

@@ -16,17 +16,17 @@ pub(crate) const MESSAGE_CHARS: usize = 2000;
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Failure {
     /// How the attempt ended.
-    pub outcome: Outcome,
+    pub(crate) outcome: Outcome,
     /// Which clock ended a timeout.
-    pub stage: Option<Stage>,
+    pub(crate) stage: Option<Stage>,
     /// Why, for people.
-    pub reason: String,
+    pub(crate) reason: String,
     /// A rate limit's Retry-After (clamped).
-    pub retry_after: Option<Duration>,
+    pub(crate) retry_after: Option<Duration>,
     /// "Not now" before any model work (see `AttemptRecord::backpressure`).
-    pub backpressure: bool,
+    pub(crate) backpressure: bool,
     /// The address a connection could not be made to (see `AttemptRecord::unreachable`).
-    pub unreachable: Option<Box<str>>,
+    pub(crate) unreachable: Option<Box<str>>,
 }
 
 impl Failure {

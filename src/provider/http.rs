@@ -35,21 +35,21 @@ const MAX_ERROR_BODY: usize = 64 * 1024;
 /// What the wire did, measured.
 #[derive(Debug)]
 pub(crate) struct Exchange {
-    pub status: Option<u16>,
-    pub headers: Option<std::time::Duration>,
-    pub ttft: Option<std::time::Duration>,
-    pub first_content: Option<std::time::Duration>,
-    pub duration: std::time::Duration,
-    pub bytes: u64,
-    pub request_id: Option<String>,
+    pub(crate) status: Option<u16>,
+    pub(crate) headers: Option<std::time::Duration>,
+    pub(crate) ttft: Option<std::time::Duration>,
+    pub(crate) first_content: Option<std::time::Duration>,
+    pub(crate) duration: std::time::Duration,
+    pub(crate) bytes: u64,
+    pub(crate) request_id: Option<String>,
     /// The gateway that answered, when its response headers say so (`litellm`).
-    pub gateway: Option<&'static str>,
+    pub(crate) gateway: Option<&'static str>,
     /// What the response's rate-limit headers said, and a header dropped as bad.
-    pub rate_limit: Option<super::ratelimit::RateLimitInfo>,
-    pub rate_limit_warning: Option<String>,
+    pub(crate) rate_limit: Option<super::ratelimit::RateLimitInfo>,
+    pub(crate) rate_limit_warning: Option<String>,
     /// An error status's body (capped), for the route's self-correction.
-    pub error_body: Vec<u8>,
-    pub result: Result<Answer, Failure>,
+    pub(crate) error_body: Vec<u8>,
+    pub(crate) result: Result<Answer, Failure>,
 }
 
 pub(crate) async fn exchange(

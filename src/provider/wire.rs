@@ -35,16 +35,16 @@ impl Default for ResponseCaps {
 /// A successful answer's text and metadata.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Answer {
-    pub text: String,
-    pub model: Option<String>,
-    pub usage: Option<Usage>,
-    pub request_id: Option<String>,
-    pub finish_reason: Option<String>,
+    pub(crate) text: String,
+    pub(crate) model: Option<String>,
+    pub(crate) usage: Option<Usage>,
+    pub(crate) request_id: Option<String>,
+    pub(crate) finish_reason: Option<String>,
     /// The tool calls the model made, in order, arguments as sent.
-    pub calls: Vec<super::conversation::ToolCall>,
+    pub(crate) calls: Vec<super::conversation::ToolCall>,
     /// What the model said when it refused (OpenAI `message.refusal`, streamed as
     /// `delta.refusal`), docs/design.md §15.
-    pub refusal: Option<String>,
+    pub(crate) refusal: Option<String>,
 }
 
 /// What one stream item meant.
@@ -86,10 +86,10 @@ pub(crate) fn json_body(body: &[u8]) -> Result<serde_json::Value, Failure> {
 
 /// The attempt's clocks as instants.
 pub(crate) struct Clocks {
-    pub t0: Instant,
-    pub total_at: Instant,
-    pub first_at: Instant,
-    pub limits: Limits,
+    pub(crate) t0: Instant,
+    pub(crate) total_at: Instant,
+    pub(crate) first_at: Instant,
+    pub(crate) limits: Limits,
 }
 
 impl Clocks {

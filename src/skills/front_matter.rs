@@ -3,10 +3,10 @@
 /// The fields warden reads from a skill's front matter, and the body after it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Parsed {
-    pub name: Option<String>,
-    pub description: String,
-    pub allowed_tools: Vec<String>,
-    pub body: String,
+    pub(crate) name: Option<String>,
+    pub(crate) description: String,
+    pub(crate) allowed_tools: Vec<String>,
+    pub(crate) body: String,
 }
 
 /// Why a skill file's front matter cannot be read; the message goes into
