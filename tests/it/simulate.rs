@@ -12,41 +12,46 @@ fn setup(files: usize, routing: &str, budget: &str) -> (Repo, tempfile::TempDir)
     let cfg = tempfile::tempdir().unwrap();
     std::fs::write(
         cfg.path().join("warden.toml"),
-        format!(
-            r#"version = 1
-[execution]
-routing = "{routing}"
-reviewBudget = "{budget}"
-hunkBudget = "5s"
-requestTimeout = "2s"
-connectTimeout = "1s"
-firstTokenTimeout = "1500ms"
-idleTimeout = "500ms"
-[execution.breaker]
-window = "2s"
-openFor = "500ms"
-[[skills]]
-name = "code-review"
-[[routes]]
-name = "primary"
-provider = "sim"
-profile = "slow-tail"
-timeScale = 60
-seed = 1
-maxConcurrency = 3
-inputPrice = 3.0
-outputPrice = 15.0
-[[routes]]
-name = "fallback"
-provider = "sim"
-profile = "healthy"
-timeScale = 60
-seed = 2
-maxConcurrency = 3
-inputPrice = 1.0
-outputPrice = 5.0
-"#
-        ),
+        Toml::new()
+            .exec(&[
+                ("routing", routing),
+                ("reviewBudget", budget),
+                ("hunkBudget", "5s"),
+                ("requestTimeout", "2s"),
+                ("connectTimeout", "1s"),
+                ("firstTokenTimeout", "1500ms"),
+                ("idleTimeout", "500ms"),
+            ])
+            .section(
+                "execution.breaker",
+                &[("window", "2s"), ("openFor", "500ms")],
+            )
+            .raw("[[skills]]\nname = \"code-review\"\n")
+            .route(
+                "primary",
+                "sim",
+                &[
+                    ("profile", "slow-tail"),
+                    ("timeScale", "60"),
+                    ("seed", "1"),
+                    ("maxConcurrency", "3"),
+                    ("inputPrice", "3.0"),
+                    ("outputPrice", "15.0"),
+                ],
+            )
+            .route(
+                "fallback",
+                "sim",
+                &[
+                    ("profile", "healthy"),
+                    ("timeScale", "60"),
+                    ("seed", "2"),
+                    ("maxConcurrency", "3"),
+                    ("inputPrice", "1.0"),
+                    ("outputPrice", "5.0"),
+                ],
+            )
+            .build(),
     )
     .unwrap();
     (repo, cfg)
@@ -211,20 +216,20 @@ fn limited_setup() -> (Repo, tempfile::TempDir) {
     let cfg = tempfile::tempdir().unwrap();
     std::fs::write(
         cfg.path().join("warden.toml"),
-        r#"version = 1
-[execution]
-routing = "spillover"
-reviewBudget = "60s"
-[[skills]]
-name = "code-review"
-[[routes]]
-name = "primary"
-provider = "sim"
-profile = "limited"
-capacity = 4
-timeScale = 1
-maxConcurrency = 4
-"#,
+        Toml::new()
+            .exec(&[("routing", "spillover"), ("reviewBudget", "60s")])
+            .raw("[[skills]]\nname = \"code-review\"\n")
+            .route(
+                "primary",
+                "sim",
+                &[
+                    ("profile", "limited"),
+                    ("capacity", "4"),
+                    ("timeScale", "1"),
+                    ("maxConcurrency", "4"),
+                ],
+            )
+            .build(),
     )
     .unwrap();
     (repo, cfg)
