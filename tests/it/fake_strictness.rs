@@ -5,6 +5,7 @@
 //! that tool call, never text.
 
 use crate::provider::route;
+use crate::support::Toml;
 use crate::support::fake_provider::{Behavior, FakeProvider, finding, findings_answer};
 use crate::support::review::{EVERY_WIRE, Review, units};
 use serde_json::json;
@@ -65,9 +66,18 @@ fn a_stream_without_a_usage_chunk_is_still_a_review_with_usage_unknown() {
     let base = fake.base_url();
     std::fs::write(
         r.config_path(),
-        format!(
-            "version = 1\n[[routes]]\nname = \"r\"\nprovider = \"openai\"\nmodel = \"m\"\nbaseUrl = \"{base}\"\nstream = true\nparams = {{ stream_options = {{ include_usage = false }} }}\n"
-        ),
+        Toml::new()
+            .route(
+                "r",
+                "openai",
+                &[
+                    ("model", "m"),
+                    ("baseUrl", &base),
+                    ("stream", "true"),
+                    ("params", "{ stream_options = { include_usage = false } }"),
+                ],
+            )
+            .build(),
     )
     .unwrap();
     fake.default_behavior(Behavior::Answer(findings_answer(json!([finding(

@@ -21,36 +21,43 @@ fn config(
     let path = dir.join(format!("{primary}-{budget}-{}.toml", tools.len()));
     std::fs::write(
         &path,
-        format!(
-            r#"version = 1
-[execution]
-{tools}
-routing = "spillover"
-reviewBudget = "{budget}"
-hunkBudget = "{hunk}"
-requestTimeout = "{request}"
-connectTimeout = "1s"
-firstTokenTimeout = "{first_token}"
-idleTimeout = "500ms"
-[execution.breaker]
-window = "2s"
-openFor = "500ms"
-[[routes]]
-name = "primary"
-provider = "sim"
-profile = "{primary}"
-timeScale = 60
-seed = 1
-maxConcurrency = 4
-[[routes]]
-name = "fallback"
-provider = "sim"
-profile = "healthy"
-timeScale = 60
-seed = 1001
-maxConcurrency = 4
-"#
-        ),
+        Toml::new()
+            .exec(&[])
+            .raw(&format!("{tools}\n"))
+            .keys(&[
+                ("routing", "spillover"),
+                ("reviewBudget", budget),
+                ("hunkBudget", hunk),
+                ("requestTimeout", request),
+                ("connectTimeout", "1s"),
+                ("firstTokenTimeout", first_token),
+                ("idleTimeout", "500ms"),
+            ])
+            .section(
+                "execution.breaker",
+                &[("window", "2s"), ("openFor", "500ms")],
+            )
+            .route(
+                "primary",
+                "sim",
+                &[
+                    ("profile", primary),
+                    ("timeScale", "60"),
+                    ("seed", "1"),
+                    ("maxConcurrency", "4"),
+                ],
+            )
+            .route(
+                "fallback",
+                "sim",
+                &[
+                    ("profile", "healthy"),
+                    ("timeScale", "60"),
+                    ("seed", "1001"),
+                    ("maxConcurrency", "4"),
+                ],
+            )
+            .build(),
     )
     .unwrap();
     path

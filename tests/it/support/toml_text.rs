@@ -51,7 +51,8 @@ impl Toml {
         self
     }
 
-    fn keys(mut self, keys: &[(&str, &str)]) -> Self {
+    /// More keys for the section opened last (after a test's own line, say).
+    pub fn keys(mut self, keys: &[(&str, &str)]) -> Self {
         for (k, v) in keys {
             let _ = writeln!(self.0, "{k} = {}", value(v));
         }
