@@ -107,21 +107,58 @@ pub struct OutputSpec {
     pub path: PathBuf,
 }
 
+/// Why an `-o` value is refused (the message names the value and the way out).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum OutputSpecError {
+    /// `sarf=out.sarif`: a word before `=` that names no format.
+    #[error("`{spec}`: unknown format `{name}`: expected one of {names} (a file whose name has `=` in it is written ./{spec})", names = Format::NAMES)]
+    UnknownFormat {
+        /// The value as given.
+        spec: String,
+        /// The word before `=`.
+        name: String,
+    },
+    /// `sarif=`: a format and no path.
+    #[error("`{spec}`: no path after `{}=`", format.name())]
+    NoPathAfter {
+        /// The value as given.
+        spec: String,
+        /// The format it names.
+        format: Format,
+    },
+    /// An empty value.
+    #[error("expected PATH or FORMAT=PATH with FORMAT one of {}", Format::NAMES)]
+    Empty,
+    /// `sarif=-`: stdout carries the `--format` report.
+    #[error("`{spec}`: stdout carries the --format report; for {0} on stdout use --format {0}", format.name())]
+    StdoutFormat {
+        /// The value as given.
+        spec: String,
+        /// The format it names.
+        format: Format,
+    },
+    /// `-`: stdout carries the `--format` report.
+    #[error("`{spec}`: stdout already receives the --format report; leave out -o")]
+    Stdout {
+        /// The value as given.
+        spec: String,
+    },
+}
+
 impl FromStr for OutputSpec {
-    type Err = String;
+    type Err = OutputSpecError;
 
     /// `sarif=out.sarif` names a format; `out.json` or `./a=b` is a path. A word before
     /// `=` that is not a format (`sarf=out.sarif`) is refused rather than taken as a file
     /// name, and so is `-`: stdout carries the `--format` report.
-    fn from_str(s: &str) -> Result<Self, String> {
+    fn from_str(s: &str) -> Result<Self, OutputSpecError> {
+        let spec = s.to_string();
         let (format, path) = match s.split_once('=') {
             Some((name, path)) => match Format::named(name) {
                 Some(format) => (Some(format), path),
                 None if is_word(name) => {
-                    return Err(format!(
-                        "`{s}`: unknown format `{name}`: expected one of {} (a file whose name has `=` in it is written ./{s})",
-                        Format::NAMES
-                    ));
+                    let name = name.to_string();
+                    return Err(OutputSpecError::UnknownFormat { spec, name });
                 }
                 None => (None, s),
             },
@@ -129,20 +166,14 @@ impl FromStr for OutputSpec {
         };
         if path.is_empty() {
             return Err(match format {
-                Some(f) => format!("`{s}`: no path after `{}=`", f.name()),
-                None => format!(
-                    "expected PATH or FORMAT=PATH with FORMAT one of {}",
-                    Format::NAMES
-                ),
+                Some(format) => OutputSpecError::NoPathAfter { spec, format },
+                None => OutputSpecError::Empty,
             });
         }
         if path == "-" {
             return Err(match format {
-                Some(f) => format!(
-                    "`{s}`: stdout carries the --format report; for {0} on stdout use --format {0}",
-                    f.name()
-                ),
-                None => format!("`{s}`: stdout already receives the --format report; leave out -o"),
+                Some(format) => OutputSpecError::StdoutFormat { spec, format },
+                None => OutputSpecError::Stdout { spec },
             });
         }
         Ok(OutputSpec {

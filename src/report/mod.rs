@@ -23,7 +23,7 @@ mod warnings;
 pub use build::build;
 pub use cuts::Cut;
 pub use dropped::DroppedFinding;
-pub use format::{Format, OutputSpec};
+pub use format::{Format, OutputSpec, OutputSpecError};
 pub use inputs::{Inputs, RunFacts};
 pub use load::{BackpressureFigures, LimitFigures, RouteLoad};
 pub use merge::merge;

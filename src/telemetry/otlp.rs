@@ -42,9 +42,25 @@ fn resource() -> Resource {
         .build()
 }
 
+/// Why OTLP export is off for this run (a warning; the review goes on).
+#[derive(Debug, thiserror::Error)]
+pub enum OtlpError {
+    /// A compression variable is set: the exporter sends uncompressed protobuf only.
+    #[error("{var}={value}: compression is not supported (unset it)")]
+    Compression {
+        /// The variable.
+        var: &'static str,
+        /// Its value.
+        value: String,
+    },
+    /// The HTTP client could not be built (the cause, in parentheses, when known).
+    #[error("cannot build the HTTP client{0}")]
+    Client(String),
+}
+
 impl Otlp {
     /// Builds the exporters (endpoint, headers and protocol come from the OTel env vars).
-    pub fn start(bound: Duration) -> Result<(Otlp, opentelemetry_sdk::trace::Tracer), String> {
+    pub fn start(bound: Duration) -> Result<(Otlp, opentelemetry_sdk::trace::Tracer), OtlpError> {
         let spans = SpanPoster {
             post: Post::new(&TRACES, bound)?,
             resource: Resource::builder_empty().build(),
@@ -233,12 +249,10 @@ struct Post {
 }
 
 impl Post {
-    fn new(signal: &Signal, bound: Duration) -> Result<Post, String> {
+    fn new(signal: &Signal, bound: Duration) -> Result<Post, OtlpError> {
         for var in [signal.compression, "OTEL_EXPORTER_OTLP_COMPRESSION"] {
-            if let Ok(v) = std::env::var(var) {
-                return Err(format!(
-                    "{var}={v}: compression is not supported (unset it)"
-                ));
+            if let Ok(value) = std::env::var(var) {
+                return Err(OtlpError::Compression { var, value });
             }
         }
         // The blocking client runs a runtime of its own: built on a plain thread, so that
@@ -247,10 +261,10 @@ impl Post {
             reqwest::blocking::Client::builder()
                 .timeout(bound)
                 .build()
-                .map_err(|e| format!("cannot build the HTTP client ({e})"))
+                .map_err(|e| OtlpError::Client(format!(" ({e})")))
         })
         .join()
-        .map_err(|_| "cannot build the HTTP client".to_string())??;
+        .map_err(|_| OtlpError::Client(String::new()))??;
         Ok(Post {
             url: endpoint(signal),
             headers: headers(signal),

@@ -232,8 +232,9 @@ fn config_keys(raw: &str) -> Vec<String> {
             rename = r.split('"').next().map(str::to_string);
             continue;
         }
-        let Some(field) = line
-            .strip_prefix("pub ")
+        let Some(field) = ["pub ", "pub(crate) ", "pub(super) "]
+            .iter()
+            .find_map(|p| line.strip_prefix(p))
             .and_then(|l| l.split_once(':'))
             .map(|(f, _)| f)
             .filter(|f| {
