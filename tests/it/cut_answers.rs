@@ -48,6 +48,26 @@ fn cut_shapes() -> Vec<(&'static str, String)> {
     ]
 }
 
+/// A unit whose answer the cap cut under a forced `submit_findings`: failed, said cut,
+/// with the finding complete before the cut kept, except from Anthropic's whole answer
+/// (its cut call's input is an object, which keeps nothing). Returns what was kept.
+#[track_caller]
+fn assert_cut_not_clean(u: &Value, wire: (&str, bool), label: &str) -> &'static [&'static str] {
+    assert_eq!(u["status"], "failed", "{label}: {u}");
+    assert_eq!(u["answerCut"], true, "{label}: {u}");
+    let kept: &[&str] = match wire {
+        ("anthropic", false) => &[],
+        _ => &["Kept before the cut"],
+    };
+    assert_eq!(kept_titles(u), kept, "{label}: {u}");
+    let reason = u["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("cut at the output cap"),
+        "{label}: {reason}"
+    );
+    kept
+}
+
 fn kept_titles(unit: &Value) -> Vec<&str> {
     unit["findings"]
         .as_array()
@@ -73,20 +93,8 @@ fn cut_shapes_end_not_clean_in_both_protocols_streamed_and_not() {
                 "{label}: a cut is not a clean review: {stderr}\n{u}"
             );
             assert_ne!(v["outcome"], "complete", "{label}");
-            assert_eq!(u["status"], "failed", "{label}: {u}");
-            assert_eq!(u["answerCut"], true, "{label}: {u}");
-            // The loop skill's single shot forces `submit_findings`: Anthropic's whole
-            // answer carries the cut call's input as an object, which keeps nothing.
-            let kept: &[&str] = match (provider, stream) {
-                ("anthropic", false) => &[],
-                _ => &["Kept before the cut"],
-            };
-            assert_eq!(kept_titles(u), kept, "{label}: {u}");
-            let reason = u["reason"].as_str().unwrap();
-            assert!(
-                reason.contains("cut at the output cap"),
-                "{label}: {reason}"
-            );
+            // The loop skill's single shot forces `submit_findings`.
+            let kept = assert_cut_not_clean(u, (provider, stream), &label);
             // Retried once (twice the cap), and the retry was cut too.
             let tried = u["attempts"].as_array().unwrap();
             assert_eq!(tried.len(), 2, "{label}: {u}");
@@ -463,18 +471,7 @@ fn a_forced_submit_findings_cut_at_the_cap_is_not_clean_in_either_protocol() {
             let (code, v, stderr, _) = review.json(&[]);
             let u = &units(&v)[0];
             assert_eq!(code, 3, "{label}: {stderr}\n{u}");
-            assert_eq!(u["status"], "failed", "{label}: {u}");
-            assert_eq!(u["answerCut"], true, "{label}: {u}");
-            let kept: &[&str] = match (provider, stream) {
-                ("anthropic", false) => &[],
-                _ => &["Kept before the cut"],
-            };
-            assert_eq!(kept_titles(u), kept, "{label}: {u}");
-            let reason = u["reason"].as_str().unwrap();
-            assert!(
-                reason.contains("cut at the output cap"),
-                "{label}: {reason}"
-            );
+            assert_cut_not_clean(u, (provider, stream), &label);
             assert_eq!(u["toolLoop"]["toolCalls"], 1, "{label}: {u}");
             // The tool turn, the final turn and its one retry: both forced.
             let reqs = fake.requests_for(&model);
