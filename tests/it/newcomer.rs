@@ -3,8 +3,8 @@
 //! simulator route init wrote (before and after committing it), the plan and a SARIF
 //! file by its extension at 80 columns, install shell completions.
 
-use crate::support::{Repo, fresh_cache_dir};
 use crate::support::{assert_exit, stderr_of, stdout_of};
+use crate::support::{fresh_cache_dir, repo_adding};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -78,14 +78,7 @@ fn a_newcomer_goes_from_the_release_archive_to_a_reviewed_branch() {
     );
 
     // 2. `warden init` in a project with a branch to review.
-    let r = Repo::new();
-    r.write("src/lib.rs", "pub fn a() {}\n").commit_all("base");
-    r.git(&["checkout", "-q", "-b", "feat"]);
-    r.write(
-        "src/db.rs",
-        "fn q(id: &str) { run(\"SELECT * FROM t WHERE id=\" + id).unwrap(); }\n",
-    )
-    .commit_all("change");
+    let r = repo_adding("src/db.rs");
     let (code, _, err) = run(&warden, r.path(), &["init"]);
     assert_eq!(code, 0, "{err}");
     assert!(err.contains("next:"), "{err}");

@@ -6,7 +6,7 @@
 //! progress bar draws only on a terminal).
 
 use crate::report_formats::fixture;
-use crate::support::Repo;
+use crate::support::{Repo, repo_adding};
 use crate::support::{stderr_of, stdout_of};
 use serde_json::Value;
 use warden::engine::BreakerState;
@@ -284,14 +284,7 @@ fn the_binary_wraps_its_text_report_to_columns() {
 /// and errors ignored the width).
 #[test]
 fn progress_plan_and_errors_fit_80_columns() {
-    let r = Repo::new();
-    r.write("src/lib.rs", "pub fn a() {}\n").commit_all("base");
-    r.git(&["checkout", "-q", "-b", "feat"]);
-    r.write(
-        "src/db.rs",
-        "fn q(id: &str) { run(\"SELECT * FROM t WHERE id=\" + id).unwrap(); }\n",
-    )
-    .commit_all("change");
+    let r = repo_adding("src/db.rs");
     let run = |args: &[&str]| {
         let out = r.warden(args).env("COLUMNS", "80").output().unwrap();
         (out.status.code().unwrap(), stdout_of(&out), stderr_of(&out))
@@ -420,14 +413,7 @@ fn in_a_terminal(dir: &std::path::Path, args: &[&str], cols: u16) -> (i32, Strin
 /// of the bar would then scroll instead of replacing the line.
 #[test]
 fn a_review_in_an_80_column_terminal_draws_no_line_wider_than_80() {
-    let r = Repo::new();
-    r.write("src/lib.rs", "pub fn a() {}\n").commit_all("base");
-    r.git(&["checkout", "-q", "-b", "feat"]);
-    r.write(
-        "src/db.rs",
-        "fn q(id: &str) { run(\"SELECT * FROM t WHERE id=\" + id).unwrap(); }\n",
-    )
-    .commit_all("change");
+    let r = repo_adding("src/db.rs");
     let (code, seen) = in_a_terminal(r.path(), &["review", "--sim"], 80);
     let text = console::strip_ansi_codes(&seen);
     assert_eq!(code, 1, "the SQL built by concatenation is high: {text}");

@@ -2,7 +2,7 @@
 //! progress lines say, what the reports print, and how `-o` values are read.
 
 use crate::report_formats::{assert_valid, sarif_schema};
-use crate::support::Repo;
+use crate::support::{Repo, repo_adding};
 use crate::support::{assert_exit, stderr_of, stdout_of};
 use serde_json::Value;
 
@@ -10,18 +10,6 @@ use serde_json::Value;
 /// default skills) with an injectable SQL query the simulator reports.
 fn repo_with_a_change() -> Repo {
     repo_adding("src/db.rs")
-}
-
-fn repo_adding(path: &str) -> Repo {
-    let r = Repo::new();
-    r.write("src/lib.rs", "pub fn a() {}\n").commit_all("base");
-    r.git(&["checkout", "-q", "-b", "feat"]);
-    r.write(
-        path,
-        "fn q(id: &str) { run(\"SELECT * FROM t WHERE id=\" + id).unwrap(); }\n",
-    )
-    .commit_all("change");
-    r
 }
 
 fn run(r: &Repo, args: &[&str]) -> (i32, String, String) {

@@ -272,6 +272,20 @@ pub fn fixture(name: &str) -> PathBuf {
         .join(name)
 }
 
+/// A repository on branch `feat` whose one commit adds `path` holding an injectable SQL
+/// query (which the simulator reports) to a base of `src/lib.rs`.
+pub fn repo_adding(path: &str) -> Repo {
+    let r = Repo::new();
+    r.write("src/lib.rs", "pub fn a() {}\n").commit_all("base");
+    r.git(&["checkout", "-q", "-b", "feat"]);
+    r.write(
+        path,
+        "fn q(id: &str) { run(\"SELECT * FROM t WHERE id=\" + id).unwrap(); }\n",
+    )
+    .commit_all("change");
+    r
+}
+
 /// A repository with `files` files (`src/f{i}.rs`, 10 lines) committed, and two lines
 /// (11 and 12) added to each, uncommitted.
 pub fn repo_with_changed_files(files: usize) -> Repo {
