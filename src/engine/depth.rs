@@ -69,8 +69,14 @@ pub(super) struct InFlight<'a> {
 
 impl InFlight<'_> {
     /// The attempt held a slot of `route` for `d`; `answered`: it was an answered turn.
-    pub(super) fn ended(self, route: usize, d: Duration, answered: bool) {
-        self.depth.observe(route, d, answered);
+    /// `backpressure`: the provider said "slow down" (docs/design.md §13): a reason to
+    /// wait, not a failure, so it counts only the slot time it held.
+    pub(super) fn ended(self, route: usize, d: Duration, answered: bool, backpressure: bool) {
+        if backpressure && !answered {
+            self.depth.held(route, d);
+        } else {
+            self.depth.observe(route, d, answered);
+        }
     }
 }
 
@@ -128,18 +134,28 @@ impl Depth {
 
     /// An attempt held a slot of `route` for `d`; `answered`: it was an answered turn.
     pub(super) fn observe(&self, route: usize, d: Duration, answered: bool) {
+        self.with_route(route, |r| {
+            r.slot_ms += d.as_millis() as u64;
+            if answered {
+                r.answered += 1;
+            } else {
+                r.failed += 1;
+            }
+        });
+    }
+
+    /// An attempt bounced with back-pressure held a slot of `route` for `d`: slot time,
+    /// neither an answer nor a failure.
+    fn held(&self, route: usize, d: Duration) {
+        self.with_route(route, |r| r.slot_ms += d.as_millis() as u64);
+    }
+
+    fn with_route(&self, route: usize, f: impl FnOnce(&mut Observed)) {
         let mut o = self.observed.lock().expect("depth lock");
         if o.len() <= route {
             o.resize(route + 1, Observed::default());
         }
-        let ms = d.as_millis() as u64;
-        let r = &mut o[route];
-        r.slot_ms += ms;
-        if answered {
-            r.answered += 1;
-        } else {
-            r.failed += 1;
-        }
+        f(&mut o[route]);
     }
 
     /// What an answered turn on `route` costs in slot time, so far: the route's own
@@ -324,7 +340,7 @@ mod tests {
         let fast: Vec<_> = (0..4).map(|_| d.started(1)).collect();
         tokio::time::advance(Duration::from_millis(300)).await;
         for f in fast {
-            f.ended(1, Duration::from_millis(300), true);
+            f.ended(1, Duration::from_millis(300), true, false);
         }
         // 4 answers of 300 ms and 4 x 300 ms still held: 600 ms a turn; 1.98 s a unit.
         assert!(d.affords_share(1));
@@ -334,5 +350,22 @@ mod tests {
         // Dropped with their units, they stop counting.
         drop(slow);
         assert!(d.affords_share(1));
+    }
+
+    /// Back-pressure (429 with Retry-After, 529) is a reason to wait, not a failure: however
+    /// many bounces, tool turns stay open; the slot time they held still prices a turn.
+    #[tokio::test(start_paused = true)]
+    async fn back_pressure_is_not_a_failure() {
+        let d = Depth::new(8, 4, Instant::now() + S(600), (S(2), S(5)));
+        for _ in 0..5 {
+            d.started(0)
+                .ended(0, Duration::from_millis(100), false, true);
+        }
+        assert!(d.failures_rare(), "bounces are not failures");
+        assert!(d.keeps_final_retry(S(5)));
+        assert_eq!(d.observed.lock().unwrap()[0].slot_ms, 500);
+        d.started(0).ended(0, S(2), false, false);
+        d.started(0).ended(0, S(2), false, false);
+        assert!(!d.failures_rare(), "two timeouts are");
     }
 }

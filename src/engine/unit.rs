@@ -120,7 +120,8 @@ async fn step(sh: &Shared<'_>, u: &mut UnitRun<'_>) -> Next {
     let in_flight = sh.depth.started(route);
     let answer = attempt(sh, u, slot, now, hunk_end).await;
     let record = answer.record();
-    in_flight.ended(route, record.duration, record.outcome == Outcome::Ok);
+    let ok = record.outcome == Outcome::Ok;
+    in_flight.ended(route, record.duration, ok, record.backpressure);
     match answer {
         Answer::Findings { record, findings } => {
             turn_answered(u);

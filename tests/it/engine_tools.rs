@@ -445,6 +445,30 @@ async fn a_tool_turn_never_costs_the_final_turn_its_retry_once_failures_are_seen
     assert_eq!(u.tool_loop.as_ref().unwrap().turns_allowed, 1);
 }
 
+/// docs/design.md §13: back-pressure is a reason to wait, not a failure. Two 429s before
+/// the first answer leave tool turns open (two timeouts would not: the test above).
+#[tokio::test(start_paused = true)]
+async fn back_pressure_before_a_loop_leaves_its_tool_turns_open() {
+    let dir = tree();
+    let a = Agent::new("a", |n, _| match n {
+        0 | 1 => Move::Fail(S(1), Outcome::RateLimited),
+        2 => Move::Call(S(1), vec![read("src/f0.rs")]),
+        _ => Move::Submit(S(1), 1),
+    });
+    let (r, _) = run(vec![(a.clone(), 1)], exec(), looping(1, 4), dir.path()).await;
+    let u = &r.units[0];
+    assert_eq!(u.status, UnitStatus::Reviewed, "{}", u.reason);
+    let seen = a.seen();
+    assert_eq!(a.calls(), 4, "{:#?}", r.units);
+    assert_eq!(
+        seen[2].as_ref().map(|c| c.choice.clone()),
+        Some(ToolChoice::Auto)
+    );
+    let l = u.tool_loop.as_ref().unwrap();
+    assert!(!l.shed_for_budget);
+    assert_eq!(l.tool_calls, 1);
+}
+
 /// A tree of `files` files of `kib` KiB each, lines a grep must read to the end.
 fn big_tree(files: usize, kib: usize) -> tempfile::TempDir {
     let dir = tree();

@@ -129,6 +129,8 @@ impl Agent {
             Move::Fail(_, o) => {
                 record.outcome = o;
                 record.reason = format!("scripted {o}");
+                // A 429 is back-pressure, as the HTTP clients mark it.
+                record.backpressure = o == Outcome::RateLimited;
                 Attempt::new(record, None)
             }
             Move::Hang => unreachable!(),
